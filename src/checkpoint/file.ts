@@ -1,0 +1,43 @@
+/** A checkpoint in one file, replaced atomically: temp file + fsync + rename + directory fsync. */
+import { randomBytes } from "node:crypto";
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { EffectgateError, messageOf } from "../core/errors.js";
+import { decodeCheckpoint, encodeCheckpoint, type AgentCheckpoint, type CheckpointStore } from "./checkpoint.js";
+
+export function fileCheckpoint(path: string): CheckpointStore {
+  const file = resolve(path);
+  return {
+    location: file,
+    async load() {
+      let text: string;
+      try {
+        text = readFileSync(file, "utf8");
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+        throw new EffectgateError("EG_CHECKPOINT_CORRUPT", `cannot read the checkpoint ${file}: ${messageOf(err)}`, { cause: err });
+      }
+      return decodeCheckpoint(text, file);
+    },
+    async save(checkpoint: AgentCheckpoint) {
+      const dir = dirname(file);
+      mkdirSync(dir, { recursive: true });
+      const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+      const fd = openSync(temp, "w", 0o600);
+      try {
+        writeSync(fd, encodeCheckpoint(checkpoint));
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(temp, file);
+      // The rename itself must reach the disk, or a power cut can bring back the old file.
+      const dirFd = openSync(dir, "r");
+      try {
+        fsyncSync(dirFd);
+      } finally {
+        closeSync(dirFd);
+      }
+    },
+  };
+}

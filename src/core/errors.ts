@@ -1,0 +1,52 @@
+/**
+ * Every error effectgate raises or reports carries a stable `EG_…` code and says what
+ * happens next: whether the call's effect is known not to have happened (`terminal`),
+ * may be retried as-is (`retryable`), or has an unknown outcome (`unknown`).
+ */
+export type ErrorOutcome = "terminal" | "retryable" | "unknown";
+
+export const ERROR_CODES = {
+  EG_BAD_CONTENT: "terminal",
+  EG_MALFORMED_BLOCK: "terminal",
+  EG_UNKNOWN_TOOL: "terminal",
+  EG_INVALID_INPUT: "terminal",
+  EG_KEY_MISMATCH: "terminal",
+  EG_TOOL_FAILED: "terminal",
+  EG_IN_PROGRESS: "unknown",
+  EG_NEEDS_HUMAN: "unknown",
+  EG_LEDGER_UNAVAILABLE: "retryable",
+  EG_LEDGER_CORRUPT: "terminal",
+  EG_LEDGER_TOO_NEW: "terminal",
+  EG_CHECKPOINT_CORRUPT: "terminal",
+  EG_BAD_TOOL_DEFINITION: "terminal",
+  EG_ILLEGAL_TRANSITION: "terminal",
+} as const satisfies Record<string, ErrorOutcome>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class EffectgateError extends Error {
+  readonly code: ErrorCode;
+  readonly outcome: ErrorOutcome;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(`${code}: ${message}`, options);
+    this.name = "EffectgateError";
+    this.code = code;
+    this.outcome = ERROR_CODES[code];
+  }
+}
+
+export function isEffectgateError(err: unknown, code?: ErrorCode): err is EffectgateError {
+  return err instanceof EffectgateError && (code === undefined || err.code === code);
+}
+
+/** A readable one-line message for anything thrown. */
+export function messageOf(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (typeof err === "string") return err;
+  try {
+    return JSON.stringify(err);
+  } catch {
+    return String(err);
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * A tool is declared once with its effect class; the class decides retries, recovery
+ * and (later) approvals. `defineTool` checks the definition up front so a mistake is
+ * found when the program starts, not when the agent first calls the tool.
+ */
+import { EffectgateError } from "./errors.js";
+import type { Scope } from "./keys.js";
+import type { StandardSchemaV1 } from "./standard-schema.js";
+
+/** `read`: no side effect. `write`: each call adds an effect. `destructive`: irreversible. */
+export type EffectClass = "read" | "write" | "destructive";
+export const EFFECT_CLASSES: readonly EffectClass[] = ["read", "write", "destructive"];
+
+/** A JSON value, as stored in the ledger. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** What a tool receives besides its input. */
+export interface ToolContext {
+  /** Forward this downstream (e.g. as an `Idempotency-Key` header): it is the same on every retry of this call. */
+  readonly idempotencyKey: string;
+  readonly toolUseId: string;
+  readonly scope: Scope;
+  /** Aborted when the gate gives up on the call (shutdown, timeout). */
+  readonly signal: AbortSignal;
+  /** 1 on the first execution; higher when a probe said "absent" and the call runs again with the same key. */
+  readonly attempt: number;
+}
+
+/** A probe's answer to "did this call's effect happen?" */
+export type ProbeResult<R> = { status: "done"; result: R } | { status: "absent" } | { status: "running" };
+
+/** How a call's idempotency key is chosen. */
+export type KeyStrategy<I> =
+  /** The model's tool_use id: stable across replays of the same call (the default). */
+  | "tool_use_id"
+  /** tenant + task + tool name + hash of the input: twins emitted under two ids collapse into one effect. */
+  | "derived"
+  | ((input: I, call: { toolUseId: string; scope: Scope }) => string);
+
+export interface ToolSpec<S extends StandardSchemaV1, R> {
+  /** The name the model calls (Anthropic rule: 1–64 of `[a-zA-Z0-9_-]`). */
+  readonly name: string;
+  readonly description?: string;
+  /** Required, no default: the gate cannot guess whether a tool charges a card. */
+  readonly effect: EffectClass;
+  /** Any Standard Schema (zod 4, valibot, arktype…). Input that fails it never executes. */
+  readonly input: S;
+  readonly execute: (input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext) => R | Promise<R>;
+  /** Asked, with the same key, when a call's outcome is unknown (crash, lost reply). */
+  readonly probe?: (input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext) => Promise<ProbeResult<R>>;
+  /** Undoes a completed call (used by sagas). */
+  readonly compensate?: (input: StandardSchemaV1.InferOutput<S>, result: R, ctx: ToolContext) => Promise<unknown>;
+  /** Computes what the call would do, committing nothing. */
+  readonly dryRun?: (input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext) => Promise<unknown>;
+  /** Dot paths of input fields (e.g. `card.number`) stored as "[redacted]" in the ledger. */
+  readonly redact?: readonly string[];
+  readonly key?: KeyStrategy<StandardSchemaV1.InferOutput<S>>;
+}
+
+/** A defined tool. The type parameters are erased inside the gate, which treats every tool alike. */
+export interface Tool<S extends StandardSchemaV1 = StandardSchemaV1, R = unknown> extends ToolSpec<S, R> {
+  readonly key: KeyStrategy<StandardSchemaV1.InferOutput<S>>;
+  readonly redact: readonly string[];
+}
+
+// The gate's view of a tool: input and result types erased.
+export type AnyTool = Tool<StandardSchemaV1, unknown>;
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+export function defineTool<S extends StandardSchemaV1, R>(spec: ToolSpec<S, R>): Tool<S, R> {
+  const where = `tool ${JSON.stringify(spec?.name)}`;
+  const bad = (what: string): never => {
+    throw new EffectgateError("EG_BAD_TOOL_DEFINITION", `${where}: ${what}`);
+  };
+  if (typeof spec !== "object" || spec === null) bad("defineTool needs an object");
+  if (typeof spec.name !== "string" || !TOOL_NAME.test(spec.name)) bad("name must be 1–64 characters of a-z A-Z 0-9 _ -");
+  if (!EFFECT_CLASSES.includes(spec.effect)) bad(`effect must be one of ${EFFECT_CLASSES.join(", ")} (there is no default)`);
+  if (typeof spec.input !== "object" || spec.input === null || !("~standard" in spec.input)) {
+    bad("input must be a Standard Schema such as a zod object (z.object({...}))");
+  }
+  if (typeof spec.execute !== "function") bad("execute must be a function");
+  for (const hook of ["probe", "compensate", "dryRun"] as const) {
+    if (spec[hook] !== undefined && typeof spec[hook] !== "function") bad(`${hook} must be a function when given`);
+  }
+  const key = spec.key ?? "tool_use_id";
+  if (key !== "tool_use_id" && key !== "derived" && typeof key !== "function") {
+    bad('key must be "tool_use_id", "derived" or a function (input, call) => string');
+  }
+  const redact = spec.redact ?? [];
+  if (!Array.isArray(redact) || redact.some((p) => typeof p !== "string" || p === "")) bad("redact must be a list of dot paths");
+  return Object.freeze({ ...spec, key, redact: [...redact] });
+}
+
+/** A copy of `input` with each dot path replaced by "[redacted]", and whether any path matched. */
+export function redactInput(input: unknown, paths: readonly string[]): { value: unknown; redacted: boolean } {
+  if (paths.length === 0) return { value: input, redacted: false };
+  const copy: unknown = structuredClone(input);
+  let redacted = false;
+  for (const path of paths) {
+    const parts = path.split(".");
+    let node: unknown = copy;
+    for (let i = 0; i < parts.length; i++) {
+      if (typeof node !== "object" || node === null) break;
+      const part = parts[i] as string;
+      const holder = node as Record<string, unknown>;
+      if (!(part in holder)) break;
+      if (i === parts.length - 1) {
+        holder[part] = "[redacted]";
+        redacted = true;
+      } else {
+        node = holder[part];
+      }
+    }
+  }
+  return { value: copy, redacted };
+}

@@ -1,0 +1,125 @@
+/**
+ * `createGate`: the effects gate in front of an agent's tools.
+ *
+ * Guarantees, and where they end (read before relying on them):
+ * - A call's claim is durable before its tool starts, and its outcome is durable before
+ *   its result is returned (SQLite default: fsync'd; see `sqliteLedger` for the faster option).
+ * - The same key (by default the tool_use id) executes at most once while the outcome is
+ *   known. Replays get the recorded result verbatim; a concurrent twin waits for it.
+ * - A tool can run a second time for one key only when its first run's outcome was lost
+ *   (crash, lost record) AND either the tool is `read`, or its `probe` answered "absent".
+ *   The second run gets the same `ctx.idempotencyKey`, so a downstream that honours the
+ *   key still applies the effect once. A write tool without a probe is never re-run: its
+ *   call goes to `needs_human`.
+ * - If the effect happens but recording fails, the agent still gets the true result and an
+ *   operator alert is raised; recovery later probes the call.
+ */
+import { EffectgateError } from "../core/errors.js";
+import type { Scope } from "../core/keys.js";
+import type { AnyTool, Tool } from "../core/tool.js";
+import type { StandardSchemaV1 } from "../core/standard-schema.js";
+import type { Ledger } from "../ledger/contract.js";
+import { sqliteLedger } from "../ledger/sqlite.js";
+import type { CheckpointStore, AgentCheckpoint } from "../checkpoint/checkpoint.js";
+import type { FaultHook } from "../testing/faults.js";
+import { findToolUses, resultBlock, type ToolResultBlock } from "./blocks.js";
+import { runCall } from "./call.js";
+import { newOwnerId } from "./owner.js";
+import { recover, type RecoverySummary } from "./recover.js";
+import type { Alert, GateStats, Runtime } from "./runtime.js";
+
+export const DEFAULT_LEDGER_PATH = ".effectgate/ledger.db";
+
+export interface GateOptions {
+  // Tools of any schema and result type; the gate treats them alike.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly tools: readonly Tool<StandardSchemaV1, any>[];
+  /** Default: SQLite at `.effectgate/ledger.db` in the working directory. */
+  readonly ledger?: Ledger;
+  /** How long a claim stays ours without renewal (default 30 s). Renewed while the tool runs. */
+  readonly leaseMs?: number;
+  /** How long a call waits for a twin held by another worker before answering EG_IN_PROGRESS (default: leaseMs). */
+  readonly waitMs?: number;
+  /** Called for each operator alert (default: one JSON line on stderr). */
+  readonly onAlert?: (alert: Alert) => void;
+  /** Test hook: named points where a crash or delay can be injected (see effectgate/testing). */
+  readonly faults?: FaultHook;
+}
+
+export interface Gate {
+  /**
+   * Answers every tool_use block of an assistant message's `content` with one tool_result
+   * block, in order (calls run concurrently). Never throws for a bad block or a failing
+   * tool: each becomes an `is_error` result that says what happened and what to do.
+   */
+  runToolUses(content: readonly unknown[], scope: Scope): Promise<ToolResultBlock[]>;
+  /** Settles calls left `in_progress` by dead workers or left `uncertain` (see RecoverySummary). */
+  recover(options?: { limit?: number }): Promise<RecoverySummary>;
+  /** Loads a checkpoint and answers its pending tool_use through the ledger. */
+  resume(store: CheckpointStore): Promise<{ checkpoint: AgentCheckpoint | undefined; toolResults: ToolResultBlock[] }>;
+  readonly ledger: Ledger;
+  /** This gate's owner id, as written on its claims. */
+  readonly owner: string;
+  readonly stats: Readonly<GateStats>;
+  /** Closes the ledger if the gate opened it (a ledger you passed in stays yours to close). */
+  close(): Promise<void>;
+}
+
+export function createGate(options: GateOptions): Gate {
+  const tools = new Map<string, AnyTool>();
+  for (const tool of options.tools) {
+    if (tools.has(tool.name)) throw new EffectgateError("EG_BAD_TOOL_DEFINITION", `two tools are named ${JSON.stringify(tool.name)}`);
+    tools.set(tool.name, tool as AnyTool);
+  }
+  const leaseMs = options.leaseMs ?? 30_000;
+  if (!(leaseMs > 0)) throw new EffectgateError("EG_BAD_TOOL_DEFINITION", `leaseMs must be positive, got ${leaseMs}`);
+  const ownsLedger = options.ledger === undefined;
+  const ledger = options.ledger ?? sqliteLedger(DEFAULT_LEDGER_PATH);
+  const stats: GateStats = { executed: 0, replayed: 0, alerts: 0 };
+  const onAlert = options.onAlert ?? ((alert: Alert) => {
+    const { cause: _cause, ...rest } = alert;
+    process.stderr.write(`${JSON.stringify({ level: "error", source: "effectgate", alert: rest })}\n`);
+  });
+  const rt: Runtime = {
+    ledger, tools, leaseMs,
+    owner: newOwnerId(),
+    waitMs: options.waitMs ?? leaseMs,
+    faults: options.faults,
+    stats,
+    inflight: new Map(),
+    alert(alert) {
+      stats.alerts++;
+      onAlert(alert);
+    },
+  };
+
+  async function runToolUses(content: readonly unknown[], scope: Scope): Promise<ToolResultBlock[]> {
+    checkScope(scope);
+    return Promise.all(findToolUses(content).map((found) =>
+      found.ok
+        ? runCall(rt, found.block, scope)
+        : Promise.resolve(resultBlock(found.id, `EG_MALFORMED_BLOCK: ${found.problem}. Nothing was executed.`, true))));
+  }
+
+  return {
+    runToolUses,
+    recover: (opts) => recover(rt, opts),
+    async resume(store) {
+      const checkpoint = await store.load();
+      if (!checkpoint?.pendingToolUse) return { checkpoint, toolResults: [] };
+      return { checkpoint, toolResults: await runToolUses(checkpoint.pendingToolUse, checkpoint.scope) };
+    },
+    ledger,
+    owner: rt.owner,
+    stats,
+    async close() {
+      if (ownsLedger) await ledger.close();
+    },
+  };
+}
+
+function checkScope(scope: Scope): void {
+  const ok = typeof scope === "object" && scope !== null &&
+    typeof scope.tenant === "string" && scope.tenant !== "" && typeof scope.task === "string" && scope.task !== "";
+  if (!ok) throw new EffectgateError("EG_BAD_CONTENT", "runToolUses needs a scope { tenant, task } with non-empty strings: records are kept per tenant");
+}

@@ -1,0 +1,79 @@
+/** What one gate instance shares across its calls. Internal: not exported from the package. */
+import type { Scope } from "../core/keys.js";
+import type { AnyTool, Json } from "../core/tool.js";
+import type { CallRecord, Ledger } from "../ledger/contract.js";
+import type { FaultHook } from "../testing/faults.js";
+import { resultBlock, type ToolResultBlock } from "./blocks.js";
+
+/** An operator alert: something a person should look at, raised without failing the agent's call. */
+export interface Alert {
+  readonly code: "record_failed" | "record_lost_race";
+  readonly message: string;
+  readonly tenant: string;
+  readonly key: string;
+  readonly tool: string;
+  readonly cause?: unknown;
+}
+
+export interface GateStats {
+  /** Tool executions started by this gate (first runs and re-runs after a probe said "absent"). */
+  executed: number;
+  /** Calls answered from a stored result without executing anything. */
+  replayed: number;
+  /** Operator alerts raised. */
+  alerts: number;
+}
+
+export interface Runtime {
+  readonly ledger: Ledger;
+  readonly tools: ReadonlyMap<string, AnyTool>;
+  readonly owner: string;
+  readonly leaseMs: number;
+  readonly waitMs: number;
+  readonly faults: FaultHook | undefined;
+  readonly stats: GateStats;
+  /** Calls this process is executing right now, so an in-process twin waits without polling. */
+  readonly inflight: Map<string, Promise<void>>;
+  alert(alert: Alert): void;
+}
+
+/** One validated call on its way through the pipeline. */
+export interface Call {
+  readonly tool: AnyTool;
+  /** The input as the schema parsed it; undefined when recovering a call whose stored input was redacted. */
+  readonly input: unknown;
+  readonly hasInput: boolean;
+  readonly scope: Scope;
+  readonly toolUseId: string;
+}
+
+export const inflightId = (record: Pick<CallRecord, "tenant" | "key">) => `${record.tenant}\u0000${record.key}`;
+
+/** The stored result as tool_result content: strings as they are, anything else as JSON. */
+export function renderResult(result: Json | null): string {
+  return typeof result === "string" ? result : JSON.stringify(result);
+}
+
+/** The answer a settled record gives on every replay. */
+export function replayRecord(toolUseId: string, record: CallRecord): ToolResultBlock {
+  if (record.state === "failed") return resultBlock(toolUseId, record.error ?? "EG_TOOL_FAILED: the call failed", true);
+  return resultBlock(toolUseId, renderResult(record.result), false);
+}
+
+export function needsHumanResult(toolUseId: string, record: CallRecord): ToolResultBlock {
+  return resultBlock(
+    toolUseId,
+    `EG_NEEDS_HUMAN: the outcome of this ${record.tool} call is unknown (${record.error ?? "it was interrupted"}). ` +
+      `A person has been asked to check it. Do not retry it under a new id; this same call will return the answer once it is resolved.`,
+    true,
+  );
+}
+
+export function inProgressResult(toolUseId: string, record: CallRecord, why: string): ToolResultBlock {
+  return resultBlock(
+    toolUseId,
+    `EG_IN_PROGRESS: this ${record.tool} call is ${why}. Its outcome is not known yet. ` +
+      `Do not retry it under a new id; repeat this same call later to get its result.`,
+    true,
+  );
+}

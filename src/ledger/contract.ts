@@ -1,0 +1,126 @@
+/**
+ * The ledger contract. The gate knows only this interface; memory, SQLite and (later)
+ * PostgreSQL implement it and all pass the same contract suite (test/ledger/contract.ts).
+ *
+ * Rules every store keeps:
+ * - One record per (tenant, key). Every read and write names the tenant.
+ * - `claim` is atomic: of any number of concurrent claims for one key, exactly one
+ *   returns `claimed: true`.
+ * - Writes are compare-and-set on `version`: a write against a stale version changes
+ *   nothing and returns `undefined`. Every successful write bumps `version`, except
+ *   `renewLease`, which only extends the current owner's lease.
+ * - Leases are judged by the store's own clock.
+ * - A write has reached the store's durability level before its promise resolves.
+ * - Damage is never read as absence: a corrupt or unreadable store rejects with
+ *   EG_LEDGER_CORRUPT / EG_LEDGER_UNAVAILABLE.
+ */
+import type { CallState } from "../core/states.js";
+import type { EffectClass, Json } from "../core/tool.js";
+
+export interface CallRecord {
+  readonly tenant: string;
+  readonly key: string;
+  readonly tool: string;
+  readonly effect: EffectClass;
+  readonly task: string;
+  /** The tool_use id of the call that first claimed the key. */
+  readonly toolUseId: string;
+  /** SHA-256 of the canonical {tool, input}: same key + different fingerprint is a mismatch. */
+  readonly fingerprint: string;
+  /** The input as stored (fields the tool marks `redact` replaced by "[redacted]"). */
+  readonly input: Json;
+  readonly inputRedacted: boolean;
+  readonly state: CallState;
+  /** The tool's result, once completed. */
+  readonly result: Json | null;
+  /** Why the call failed or needs a human. */
+  readonly error: string | null;
+  readonly owner: string | null;
+  /** Epoch ms on the store's clock; null when nobody holds the call. */
+  readonly leaseExpiresAt: number | null;
+  /** How many times the tool was started for this key. */
+  readonly attempts: number;
+  readonly version: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface ClaimRequest {
+  readonly tenant: string;
+  readonly key: string;
+  readonly tool: string;
+  readonly effect: EffectClass;
+  readonly task: string;
+  readonly toolUseId: string;
+  readonly fingerprint: string;
+  readonly input: Json;
+  readonly inputRedacted: boolean;
+  readonly owner: string;
+  readonly leaseMs: number;
+}
+
+export type ClaimResult =
+  /** The key was new: the record is `in_progress`, owned by the claimant, attempts = 1. */
+  | { readonly claimed: true; readonly record: CallRecord }
+  /** The key exists: its record as it stands. Nothing was changed. */
+  | { readonly claimed: false; readonly record: CallRecord };
+
+export interface RecordUpdate {
+  readonly state: CallState;
+  readonly result?: Json | null;
+  readonly error?: string | null;
+  /** Set the holder; `null` releases the call (lease cleared too). */
+  readonly owner?: string | null;
+  /** New lease length from now, for the (new) owner. */
+  readonly leaseMs?: number;
+  /** Count one more start of the tool. */
+  readonly countAttempt?: boolean;
+}
+
+export interface TakeOverRequest {
+  readonly tenant: string;
+  readonly key: string;
+  readonly version: number;
+  readonly owner: string;
+  readonly leaseMs: number;
+  /**
+   * Take the call even though its lease has not expired: only when the caller has proven
+   * the holder dead (same host, process gone).
+   */
+  readonly holderIsDead?: boolean;
+}
+
+export interface ListQuery {
+  readonly tenant?: string;
+  readonly state?: CallState;
+  readonly tool?: string;
+  /** At most this many, oldest first (default 100). */
+  readonly limit?: number;
+}
+
+export interface Ledger {
+  /** Where the records live, for messages: "memory", "sqlite:/path/ledger.db". */
+  readonly location: string;
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+  get(tenant: string, key: string): Promise<CallRecord | undefined>;
+  /** Compare-and-set on `version`; `undefined` when the record moved on (or does not exist). */
+  update(tenant: string, key: string, version: number, update: RecordUpdate): Promise<CallRecord | undefined>;
+  /**
+   * Make `owner` the holder of an `uncertain` call, or of an `in_progress` call whose lease
+   * expired (or whose holder is dead). Compare-and-set on `version`; the call stays in its state.
+   */
+  takeOver(request: TakeOverRequest): Promise<CallRecord | undefined>;
+  /** Extend the lease of a call `owner` still holds at `version`. False when it no longer does. */
+  renewLease(tenant: string, key: string, version: number, owner: string, leaseMs: number): Promise<boolean>;
+  list(query?: ListQuery): Promise<CallRecord[]>;
+  /**
+   * Calls a recovery pass should look at: `uncertain`, and `in_progress` whose lease expired
+   * (or, with `includeLive`, every `in_progress`). Cost grows with the number of such calls, not the ledger.
+   */
+  listUnsettled(options?: { limit?: number; includeLive?: boolean }): Promise<CallRecord[]>;
+  /** The store's clock (epoch ms). */
+  now(): Promise<number>;
+  putCheckpoint(tenant: string, id: string, data: string): Promise<void>;
+  getCheckpoint(tenant: string, id: string): Promise<string | undefined>;
+  close(): Promise<void>;
+}

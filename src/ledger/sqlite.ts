@@ -1,0 +1,303 @@
+/**
+ * The embedded default: one SQLite file in WAL mode via better-sqlite3.
+ *
+ * Durability: with `durability: "fsync"` (default) every write is a commit that SQLite
+ * fsyncs before returning, so a claim or an outcome survives power loss; a gated write call
+ * costs two commits. `durability: "process"` (synchronous=NORMAL) skips those fsyncs: records
+ * still survive the process being killed, but not the machine losing power.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import Database from "better-sqlite3";
+import { EffectgateError, messageOf } from "../core/errors.js";
+import { allowedFrom, assertTransition, isCallState } from "../core/states.js";
+import { EFFECT_CLASSES, type EffectClass, type Json } from "../core/tool.js";
+import type { CallRecord, ClaimRequest, ClaimResult, Ledger, ListQuery, RecordUpdate, TakeOverRequest } from "./contract.js";
+
+export interface SqliteLedgerOptions {
+  /** "fsync" (default): survives power loss. "process": survives a killed process only, faster. */
+  readonly durability?: "fsync" | "process";
+  /** How long to wait for another process's write lock (default 5000 ms). */
+  readonly busyTimeoutMs?: number;
+}
+
+/** Append-only: never edit a shipped migration, add the next one. */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE calls (
+     tenant TEXT NOT NULL, key TEXT NOT NULL, tool TEXT NOT NULL, effect TEXT NOT NULL,
+     task TEXT NOT NULL, tool_use_id TEXT NOT NULL, fingerprint TEXT NOT NULL,
+     input TEXT NOT NULL, input_redacted INTEGER NOT NULL, state TEXT NOT NULL,
+     result TEXT, error TEXT, owner TEXT, lease_expires_at INTEGER,
+     attempts INTEGER NOT NULL, version INTEGER NOT NULL,
+     created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+     PRIMARY KEY (tenant, key)
+   ) WITHOUT ROWID;
+   CREATE INDEX calls_unsettled ON calls (state, lease_expires_at) WHERE state IN ('in_progress', 'uncertain');
+   CREATE INDEX calls_by_state ON calls (state, created_at);
+   CREATE TABLE checkpoints (
+     tenant TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, updated_at INTEGER NOT NULL,
+     PRIMARY KEY (tenant, id)
+   ) WITHOUT ROWID;`,
+];
+
+interface Row {
+  tenant: string; key: string; tool: string; effect: string; task: string; tool_use_id: string;
+  fingerprint: string; input: string; input_redacted: number; state: string; result: string | null;
+  error: string | null; owner: string | null; lease_expires_at: number | null; attempts: number;
+  version: number; created_at: number; updated_at: number;
+}
+
+const CORRUPT_CODES = new Set(["SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_CORRUPT_INDEX", "SQLITE_CORRUPT_VTAB", "SQLITE_CORRUPT_SEQUENCE"]);
+
+export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): Ledger {
+  const file = resolve(path);
+  const location = `sqlite:${file}`;
+  let db: Database.Database | undefined;
+  let statements: ReturnType<typeof prepare> | undefined;
+
+  const damaged = (err: unknown, what: string): EffectgateError =>
+    new EffectgateError(
+      "EG_LEDGER_CORRUPT",
+      `the ledger file ${file} is damaged (${what}: ${messageOf(err)}). It was left exactly as it is and no call ` +
+        `was executed. Restore it from a backup, or inspect it with \`sqlite3 ${file} "PRAGMA integrity_check"\`. ` +
+        `Moving it aside starts an empty ledger, which forgets which calls already ran: check the downstream systems first.`,
+      { cause: err },
+    );
+
+  /** Map driver errors to the contract's: damage is never read as absence. */
+  function guard<T>(what: string, fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof EffectgateError) throw err;
+      const code = (err as { code?: unknown }).code;
+      if (typeof code === "string" && CORRUPT_CODES.has(code)) throw damaged(err, what);
+      throw new EffectgateError(
+        "EG_LEDGER_UNAVAILABLE",
+        `cannot ${what} in the ledger ${file}: ${messageOf(err)}. Nothing was executed for this call; it can be replayed once the ledger is reachable.`,
+        { cause: err },
+      );
+    }
+  }
+
+  function open() {
+    if (statements) return statements;
+    return guard("open", () => {
+      mkdirSync(dirname(file), { recursive: true });
+      const conn = new Database(file);
+      try {
+        conn.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+        conn.pragma("journal_mode = WAL");
+        conn.pragma(`synchronous = ${options.durability === "process" ? "NORMAL" : "FULL"}`);
+        migrate(conn);
+        statements = prepare(conn);
+        db = conn;
+        return statements;
+      } catch (err) {
+        conn.close();
+        throw err;
+      }
+    });
+  }
+
+  function migrate(conn: Database.Database) {
+    const current = conn.pragma("user_version", { simple: true }) as number;
+    if (current > MIGRATIONS.length) {
+      throw new EffectgateError(
+        "EG_LEDGER_TOO_NEW",
+        `the ledger ${file} has schema version ${current}, newer than this effectgate knows (${MIGRATIONS.length}). Upgrade effectgate; the file was not touched.`,
+      );
+    }
+    if (current === MIGRATIONS.length) return;
+    conn.transaction(() => {
+      // Re-read inside the write lock: another process may have migrated meanwhile.
+      const now = conn.pragma("user_version", { simple: true }) as number;
+      for (let v = now; v < MIGRATIONS.length; v++) conn.exec(MIGRATIONS[v] as string);
+      conn.pragma(`user_version = ${MIGRATIONS.length}`);
+    }).immediate();
+  }
+
+  function decode(row: Row): CallRecord {
+    const parse = (text: string, field: string): Json => {
+      try {
+        return JSON.parse(text) as Json;
+      } catch (err) {
+        throw damaged(err, `record ${row.tenant}/${row.key} has unreadable ${field}`);
+      }
+    };
+    if (!isCallState(row.state)) throw damaged(new Error(`unknown state ${JSON.stringify(row.state)}`), `record ${row.tenant}/${row.key}`);
+    if (!EFFECT_CLASSES.includes(row.effect as EffectClass)) {
+      throw damaged(new Error(`unknown effect ${JSON.stringify(row.effect)}`), `record ${row.tenant}/${row.key}`);
+    }
+    return {
+      tenant: row.tenant,
+      key: row.key,
+      tool: row.tool,
+      effect: row.effect as EffectClass,
+      task: row.task,
+      toolUseId: row.tool_use_id,
+      fingerprint: row.fingerprint,
+      input: parse(row.input, "input"),
+      inputRedacted: row.input_redacted === 1,
+      state: row.state,
+      result: row.result === null ? null : parse(row.result, "result"),
+      error: row.error,
+      owner: row.owner,
+      leaseExpiresAt: row.lease_expires_at,
+      attempts: row.attempts,
+      version: row.version,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+    };
+  }
+
+  return {
+    location,
+    async claim(request: ClaimRequest): Promise<ClaimResult> {
+      const s = open();
+      return guard("claim a call", () => {
+        const now = Date.now();
+        const inserted = s.claim.get({
+          tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect,
+          task: request.task, tool_use_id: request.toolUseId, fingerprint: request.fingerprint,
+          input: JSON.stringify(request.input), input_redacted: request.inputRedacted ? 1 : 0,
+          owner: request.owner, lease_expires_at: now + request.leaseMs, now,
+        }) as Row | undefined;
+        if (inserted) return { claimed: true, record: decode(inserted) };
+        const existing = s.get.get(request.tenant, request.key) as Row | undefined;
+        if (!existing) throw new Error("claim conflicted but the record is not there");
+        return { claimed: false, record: decode(existing) };
+      });
+    },
+    async get(tenant, key) {
+      const s = open();
+      return guard("read a call", () => {
+        const row = s.get.get(tenant, key) as Row | undefined;
+        return row && decode(row);
+      });
+    },
+    async update(tenant: string, key: string, version: number, update: RecordUpdate) {
+      const s = open();
+      return guard("record a call's outcome", () => {
+        const row = s.update.get({
+          tenant, key, version, state: update.state, now: Date.now(),
+          set_result: update.result === undefined ? 0 : 1,
+          result: update.result === undefined || update.result === null ? null : JSON.stringify(update.result),
+          set_error: update.error === undefined ? 0 : 1,
+          error: update.error ?? null,
+          set_owner: update.owner === undefined ? 0 : 1,
+          owner: update.owner ?? null,
+          lease_ms: update.leaseMs ?? null,
+          count_attempt: update.countAttempt ? 1 : 0,
+          from_states: JSON.stringify(allowedFrom(update.state)),
+        }) as Row | undefined;
+        if (row) return decode(row);
+        // Not written: a stale version (normal under races), or a move the state table forbids (a bug: say so).
+        const current = s.get.get(tenant, key) as Row | undefined;
+        if (current && current.version === version && isCallState(current.state)) assertTransition(key, current.state, update.state);
+        return undefined;
+      });
+    },
+    async takeOver(request: TakeOverRequest) {
+      const s = open();
+      return guard("take over a call", () => {
+        const row = s.takeOver.get({
+          tenant: request.tenant, key: request.key, version: request.version, owner: request.owner,
+          lease_ms: request.leaseMs, now: Date.now(), dead: request.holderIsDead ? 1 : 0,
+        }) as Row | undefined;
+        return row && decode(row);
+      });
+    },
+    async renewLease(tenant, key, version, owner, leaseMs) {
+      const s = open();
+      return guard("renew a lease", () => s.renew.run({ tenant, key, version, owner, lease_ms: leaseMs, now: Date.now() }).changes === 1);
+    },
+    async list(query: ListQuery = {}) {
+      const s = open();
+      return guard("list calls", () => {
+        const rows = s.list.all({
+          tenant: query.tenant ?? null, state: query.state ?? null, tool: query.tool ?? null, limit: query.limit ?? 100,
+        }) as Row[];
+        return rows.map(decode);
+      });
+    },
+    async listUnsettled(options = {}) {
+      const s = open();
+      return guard("list unsettled calls", () => {
+        const rows = s.unsettled.all({ now: Date.now(), live: options.includeLive ? 1 : 0, limit: options.limit ?? 100 }) as Row[];
+        return rows.map(decode);
+      });
+    },
+    async now() {
+      return Date.now();
+    },
+    async putCheckpoint(tenant, id, data) {
+      const s = open();
+      guard("save a checkpoint", () => s.putCheckpoint.run({ tenant, id, data, now: Date.now() }));
+    },
+    async getCheckpoint(tenant, id) {
+      const s = open();
+      return guard("read a checkpoint", () => (s.getCheckpoint.get(tenant, id) as { data: string } | undefined)?.data);
+    },
+    async close() {
+      db?.close();
+      db = undefined;
+      statements = undefined;
+    },
+  };
+}
+
+function prepare(db: Database.Database) {
+  return {
+    claim: db.prepare(
+      `INSERT INTO calls (tenant, key, tool, effect, task, tool_use_id, fingerprint, input, input_redacted, state,
+         result, error, owner, lease_expires_at, attempts, version, created_at, updated_at)
+       VALUES (@tenant, @key, @tool, @effect, @task, @tool_use_id, @fingerprint, @input, @input_redacted, 'in_progress',
+         NULL, NULL, @owner, @lease_expires_at, 1, 1, @now, @now)
+       ON CONFLICT (tenant, key) DO NOTHING RETURNING *`,
+    ),
+    get: db.prepare(`SELECT * FROM calls WHERE tenant = ? AND key = ?`),
+    update: db.prepare(
+      `UPDATE calls SET
+         state = @state,
+         result = CASE WHEN @set_result THEN @result ELSE result END,
+         error = CASE WHEN @set_error THEN @error ELSE error END,
+         owner = CASE WHEN @set_owner THEN @owner ELSE owner END,
+         lease_expires_at = CASE
+           WHEN (CASE WHEN @set_owner THEN @owner ELSE owner END) IS NULL THEN NULL
+           WHEN @lease_ms IS NOT NULL THEN @now + @lease_ms
+           ELSE lease_expires_at END,
+         attempts = attempts + @count_attempt,
+         version = version + 1,
+         updated_at = @now
+       WHERE tenant = @tenant AND key = @key AND version = @version
+         AND state IN (SELECT value FROM json_each(@from_states)) RETURNING *`,
+    ),
+    takeOver: db.prepare(
+      `UPDATE calls SET owner = @owner, lease_expires_at = @now + @lease_ms, version = version + 1, updated_at = @now
+       WHERE tenant = @tenant AND key = @key AND version = @version
+         AND (state = 'uncertain' OR (state = 'in_progress' AND (@dead OR lease_expires_at IS NULL OR lease_expires_at <= @now)))
+       RETURNING *`,
+    ),
+    renew: db.prepare(
+      `UPDATE calls SET lease_expires_at = @now + @lease_ms
+       WHERE tenant = @tenant AND key = @key AND version = @version AND owner = @owner AND state = 'in_progress'`,
+    ),
+    list: db.prepare(
+      `SELECT * FROM calls
+       WHERE (@tenant IS NULL OR tenant = @tenant) AND (@state IS NULL OR state = @state) AND (@tool IS NULL OR tool = @tool)
+       ORDER BY created_at, tenant, key LIMIT @limit`,
+    ),
+    unsettled: db.prepare(
+      `SELECT * FROM calls WHERE state = 'uncertain'
+       UNION ALL
+       SELECT * FROM calls WHERE state = 'in_progress' AND (@live OR lease_expires_at IS NULL OR lease_expires_at <= @now)
+       LIMIT @limit`,
+    ),
+    putCheckpoint: db.prepare(
+      `INSERT INTO checkpoints (tenant, id, data, updated_at) VALUES (@tenant, @id, @data, @now)
+       ON CONFLICT (tenant, id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
+    ),
+    getCheckpoint: db.prepare(`SELECT data FROM checkpoints WHERE tenant = ? AND id = ?`),
+  };
+}
