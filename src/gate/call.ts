@@ -8,9 +8,9 @@ import { validate } from "../core/standard-schema.js";
 import { redactInput, type AnyTool, type Json } from "../core/tool.js";
 import type { CallRecord } from "../ledger/contract.js";
 import { resultBlock, type ToolResultBlock, type ToolUseBlock } from "./blocks.js";
-import { executeHeld } from "./execute.js";
+import { executeHeld, toJson } from "./execute.js";
 import { isStaleHolder, resolveStale } from "./resolve.js";
-import { inflightId, inProgressResult, needsHumanResult, replayRecord, type Call, type Runtime } from "./runtime.js";
+import { inflightId, inProgressResult, needsHumanResult, renderResult, replayRecord, type Call, type Runtime } from "./runtime.js";
 
 export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope): Promise<ToolResultBlock> {
   const fail = (message: string) => resultBlock(block.id, message, true);
@@ -23,6 +23,8 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope): P
     return fail(`EG_INVALID_INPUT: the input for ${tool.name} does not match its schema: ${checked.issues.join("; ")}. Nothing was executed; fix the input and call again.`);
   }
   const call: Call = { tool, input: checked.value, hasInput: true, scope, toolUseId: block.id };
+  // A read has no side effect to protect: it runs without touching the ledger, so it costs microseconds.
+  if (tool.effect === "read") return runRead(rt, call);
   try {
     const key = keyFor(tool, checked.value, block, scope);
     const print = fingerprint(tool.name, block.input);
@@ -94,4 +96,17 @@ function keyFor(tool: AnyTool, input: unknown, block: ToolUseBlock, scope: Scope
     throw new EffectgateError("EG_BAD_TOOL_DEFINITION", `${tool.name}'s key function returned ${JSON.stringify(key)}; it must return a non-empty string`);
   }
   return key;
+}
+
+async function runRead(rt: Runtime, call: Call): Promise<ToolResultBlock> {
+  rt.stats.executed++;
+  try {
+    const value = await call.tool.execute(call.input, {
+      idempotencyKey: call.toolUseId, toolUseId: call.toolUseId, scope: call.scope,
+      signal: new AbortController().signal, attempt: 1,
+    });
+    return resultBlock(call.toolUseId, renderResult(toJson(value)), false);
+  } catch (err) {
+    return resultBlock(call.toolUseId, `EG_TOOL_FAILED: ${call.tool.name} failed: ${messageOf(err)}`, true);
+  }
 }

@@ -84,7 +84,7 @@ async function recordFailure(rt: Runtime, call: Call, held: CallRecord, err: unk
 }
 
 /** A tool's return value as stored JSON (undefined → null; non-JSON values as JSON would write them). */
-function toJson(value: unknown): Json {
+export function toJson(value: unknown): Json {
   if (value === undefined) return null;
   try {
     const text = JSON.stringify(value);

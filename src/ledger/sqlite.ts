@@ -6,7 +6,7 @@
  * costs two commits. `durability: "process"` (synchronous=NORMAL) skips those fsyncs: records
  * still survive the process being killed, but not the machine losing power.
  */
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { EffectgateError, messageOf } from "../core/errors.js";
@@ -19,6 +19,8 @@ export interface SqliteLedgerOptions {
   readonly durability?: "fsync" | "process";
   /** How long to wait for another process's write lock (default 5000 ms). */
   readonly busyTimeoutMs?: number;
+  /** Create the file when it does not exist (default true). Operator tools pass false so a typo is an error, not a new empty ledger. */
+  readonly create?: boolean;
 }
 
 /** Append-only: never edit a shipped migration, add the next one. */
@@ -74,7 +76,7 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
       if (typeof code === "string" && CORRUPT_CODES.has(code)) throw damaged(err, what);
       throw new EffectgateError(
         "EG_LEDGER_UNAVAILABLE",
-        `cannot ${what} in the ledger ${file}: ${messageOf(err)}. Nothing was executed for this call; it can be replayed once the ledger is reachable.`,
+        `the ledger ${file} is unavailable (could not ${what}: ${messageOf(err)}). Nothing was executed for this call; replay it once the ledger is reachable.`,
         { cause: err },
       );
     }
@@ -82,7 +84,10 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
 
   function open() {
     if (statements) return statements;
-    return guard("open", () => {
+    return guard("open it", () => {
+      if (options.create === false && !existsSync(file)) {
+        throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `there is no ledger at ${file}. Check the path (--db), or run the agent once to create it.`);
+      }
       mkdirSync(dirname(file), { recursive: true });
       const conn = new Database(file);
       try {

@@ -1,0 +1,70 @@
+import { writeFileSync, readFileSync, existsSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { sqliteLedger } from "../../src/ledger/sqlite.js";
+import { claimRequest, runLedgerContract } from "./contract.js";
+import { tempDir } from "../support/tmp.js";
+
+const dir = tempDir();
+let n = 0;
+runLedgerContract("sqlite", { make: () => sqliteLedger(join(dir, `contract-${n++}.db`)) });
+runLedgerContract("sqlite (process durability)", { make: () => sqliteLedger(join(dir, `contract-fast-${n++}.db`), { durability: "process" }) });
+
+describe("sqlite ledger files", () => {
+  it("keeps records across close and reopen", async () => {
+    const file = join(dir, "reopen.db");
+    const a = sqliteLedger(file);
+    await a.claim(claimRequest());
+    await a.update("acme", "toolu_1", 1, { state: "completed", result: { id: "T-1" }, owner: null });
+    await a.close();
+    const b = sqliteLedger(file);
+    expect(await b.get("acme", "toolu_1")).toMatchObject({ state: "completed", result: { id: "T-1" } });
+    await b.close();
+  });
+
+  it("refuses a file that is not a database, names it, and leaves it untouched", async () => {
+    const file = join(dir, "garbage.db");
+    const garbage = "this is not a sqlite database, it is a text file ".repeat(200);
+    writeFileSync(file, garbage);
+    const ledger = sqliteLedger(file);
+    await expect(ledger.claim(claimRequest())).rejects.toThrow(/EG_LEDGER_CORRUPT: the ledger file .*garbage\.db is damaged/);
+    await expect(ledger.get("acme", "toolu_1")).rejects.toThrow(/EG_LEDGER_CORRUPT/);
+    expect(readFileSync(file, "utf8")).toBe(garbage);
+  });
+
+  it("refuses a record whose stored JSON is damaged, naming the record, and keeps the others readable", async () => {
+    const file = join(dir, "bad-row.db");
+    const ledger = sqliteLedger(file);
+    await ledger.claim(claimRequest({ key: "good" }));
+    await ledger.claim(claimRequest({ key: "bad" }));
+    await ledger.close();
+    const raw = new Database(file);
+    raw.prepare("UPDATE calls SET result = '{not json', state = 'completed' WHERE key = 'bad'").run();
+    raw.close();
+    const again = sqliteLedger(file);
+    await expect(again.get("acme", "bad")).rejects.toThrow(/EG_LEDGER_CORRUPT.*record acme\/bad has unreadable result/);
+    expect((await again.get("acme", "good"))?.state).toBe("in_progress");
+    await again.close();
+  });
+
+  it("refuses a ledger written by a newer schema, by name, without touching it", async () => {
+    const file = join(dir, "future.db");
+    const raw = new Database(file);
+    raw.pragma("user_version = 99");
+    raw.close();
+    const ledger = sqliteLedger(file);
+    await expect(ledger.claim(claimRequest())).rejects.toThrow(/EG_LEDGER_TOO_NEW.*schema version 99/);
+    const check = new Database(file);
+    expect(check.pragma("user_version", { simple: true })).toBe(99);
+    check.close();
+  });
+
+  it("says the ledger is unavailable when its directory cannot be created", async () => {
+    const blocker = join(dir, "a-file");
+    writeFileSync(blocker, "x");
+    const ledger = sqliteLedger(join(blocker, "ledger.db"));
+    await expect(ledger.claim(claimRequest())).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: the ledger .*a-file\/ledger\.db is unavailable \(could not open it/);
+    expect(existsSync(join(blocker, "ledger.db"))).toBe(false);
+  });
+});
