@@ -3,6 +3,7 @@
  * The claim is durable before this runs; the outcome is durable before it returns, except
  * when recording fails: then the agent still gets the true result and an operator alert is raised.
  */
+import { inspect } from "node:util";
 import { EffectgateError, messageOf } from "../core/errors.js";
 import type { Json, ToolContext } from "../core/tool.js";
 import type { CallRecord } from "../ledger/contract.js";
@@ -90,7 +91,7 @@ export function toJson(value: unknown): Json {
     const text = JSON.stringify(value);
     return text === undefined ? null : (JSON.parse(text) as Json);
   } catch {
-    // The effect happened; a result we cannot store as JSON must not turn into an error.
-    return String(value);
+    // The effect happened; a result we cannot store as JSON (a BigInt, a cycle) must not turn into an error.
+    return inspect(value, { depth: 4 });
   }
 }
