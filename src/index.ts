@@ -16,3 +16,5 @@ export { sqliteLedger, type SqliteLedgerOptions } from "./ledger/sqlite.js";
 export { fileCheckpoint } from "./checkpoint/file.js";
 export { ledgerCheckpoint } from "./checkpoint/ledger.js";
 export type { AgentCheckpoint, CheckpointStore } from "./checkpoint/checkpoint.js";
+export { ToolRejected, OutcomeUnknown, ToolTimeout, classifyError, type ErrorKind } from "./gate/outcome.js";
+export type { RetryPolicy, ProbePolicy } from "./gate/policy.js";

@@ -6,6 +6,7 @@
 import { EffectgateError } from "./errors.js";
 import type { Scope } from "./keys.js";
 import type { StandardSchemaV1 } from "./standard-schema.js";
+import type { ProbePolicy, RetryPolicy } from "../gate/policy.js";
 
 /** `read`: no side effect. `write`: each call adds an effect. `destructive`: irreversible. */
 export type EffectClass = "read" | "write" | "destructive";
@@ -54,6 +55,17 @@ export interface ToolSpec<S extends StandardSchemaV1, R> {
   readonly dryRun?: (input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext) => Promise<unknown>;
   /** Dot paths of input fields (e.g. `card.number`) stored as "[redacted]" in the ledger. */
   readonly redact?: readonly string[];
+  /** After this long the call's outcome is "unknown" (not failed) and the probe is asked. Default: the gate's. */
+  readonly timeoutMs?: number;
+  /**
+   * The downstream applies a repeated request with the same idempotency key once (as Stripe
+   * does). Only then are write calls with an unknown outcome retried without a probe.
+   */
+  readonly downstreamIdempotent?: boolean;
+  /** Overrides the retry policy of the tool's effect class. */
+  readonly retry?: Partial<RetryPolicy>;
+  /** Overrides the gate's probe budget. */
+  readonly probeBudget?: Partial<ProbePolicy>;
   readonly key?: KeyStrategy<StandardSchemaV1.InferOutput<S>>;
 }
 
@@ -87,6 +99,11 @@ export function defineTool<S extends StandardSchemaV1, R>(spec: ToolSpec<S, R>):
   if (key !== "tool_use_id" && key !== "derived" && typeof key !== "function") {
     bad('key must be "tool_use_id", "derived" or a function (input, call) => string');
   }
+  if (spec.timeoutMs !== undefined && !(spec.timeoutMs > 0)) bad("timeoutMs must be a positive number of milliseconds");
+  if (spec.retry?.attempts !== undefined && !(Number.isInteger(spec.retry.attempts) && spec.retry.attempts >= 1)) {
+    bad("retry.attempts must be a whole number ≥ 1 (1 = no retry)");
+  }
+  if (spec.effect === "destructive" && (spec.retry?.attempts ?? 1) > 1) bad("destructive tools are never retried automatically; remove retry.attempts");
   const redact = spec.redact ?? [];
   if (!Array.isArray(redact) || redact.some((p) => typeof p !== "string" || p === "")) bad("redact must be a list of dot paths");
   return Object.freeze({ ...spec, key, redact: [...redact] });

@@ -8,7 +8,9 @@ import { validate } from "../core/standard-schema.js";
 import { redactInput, type AnyTool, type Json } from "../core/tool.js";
 import type { CallRecord } from "../ledger/contract.js";
 import { resultBlock, type ToolResultBlock, type ToolUseBlock } from "./blocks.js";
-import { executeHeld, toJson } from "./execute.js";
+import { executeHeld, runWithTimeout, toJson } from "./execute.js";
+import { classifyError, ToolTimeout } from "./outcome.js";
+import { backoffMs, sleep } from "./policy.js";
 import { isStaleHolder, resolveStale } from "./resolve.js";
 import { inflightId, inProgressResult, needsHumanResult, renderResult, replayRecord, type Call, type Runtime } from "./runtime.js";
 
@@ -68,7 +70,7 @@ async function answerExisting(rt: Runtime, call: Call, print: string, first: Cal
       case "uncertain":
       case "in_progress": {
         if (isStaleHolder(rt, record, await rt.ledger.now())) {
-          const resolved = await resolveStale(rt, call, record);
+          const resolved = await resolveStale(rt, call, record, rt.policyFor(call.tool).probe.attempts);
           if (resolved.block) return resolved.block;
           break; // moved: read it again
         }
@@ -98,15 +100,20 @@ function keyFor(tool: AnyTool, input: unknown, block: ToolUseBlock, scope: Scope
   return key;
 }
 
+/** Reads run outside the ledger, retried with full-jitter backoff on anything but a definite rejection. */
 async function runRead(rt: Runtime, call: Call): Promise<ToolResultBlock> {
-  rt.stats.executed++;
-  try {
-    const value = await call.tool.execute(call.input, {
-      idempotencyKey: call.toolUseId, toolUseId: call.toolUseId, scope: call.scope,
-      signal: new AbortController().signal, attempt: 1,
-    });
-    return resultBlock(call.toolUseId, renderResult(toJson(value)), false);
-  } catch (err) {
-    return resultBlock(call.toolUseId, `EG_TOOL_FAILED: ${call.tool.name} failed: ${messageOf(err)}`, true);
+  const policy = rt.policyFor(call.tool);
+  for (let attempt = 1; ; attempt++) {
+    rt.stats.executed++;
+    const outcome = await runWithTimeout(call, { key: call.toolUseId, attempts: attempt }, policy.timeoutMs);
+    if (outcome.status === "ok") return resultBlock(call.toolUseId, renderResult(toJson(outcome.value)), false);
+    const why = outcome.status === "timeout" ? `no reply within ${policy.timeoutMs} ms` : messageOf(outcome.error);
+    if (outcome.status === "timeout") outcome.controller.abort(new ToolTimeout(why));
+    const kind = outcome.status === "timeout" ? "unknown" : classifyError(outcome.error);
+    if (kind === "rejected" || kind === "failed" || attempt >= policy.retry.attempts) {
+      const tries = attempt > 1 ? ` (after ${attempt} tries)` : "";
+      return resultBlock(call.toolUseId, `EG_TOOL_FAILED: ${call.tool.name} failed${tries}: ${why}`, true);
+    }
+    await sleep(backoffMs(policy.retry, attempt - 1, rt.random));
   }
 }

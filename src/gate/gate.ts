@@ -16,7 +16,7 @@
  */
 import { EffectgateError } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
-import type { AnyTool, Tool } from "../core/tool.js";
+import type { AnyTool, EffectClass, Tool } from "../core/tool.js";
 import type { StandardSchemaV1 } from "../core/standard-schema.js";
 import type { Ledger } from "../ledger/contract.js";
 import { sqliteLedger } from "../ledger/sqlite.js";
@@ -26,7 +26,8 @@ import { findToolUses, resultBlock, type ToolResultBlock } from "./blocks.js";
 import { runCall } from "./call.js";
 import { newOwnerId } from "./owner.js";
 import { recover, type RecoverySummary } from "./recover.js";
-import type { Alert, GateStats, Runtime } from "./runtime.js";
+import type { Alert, GateStats, Runtime, ToolPolicy } from "./runtime.js";
+import { DEFAULT_PROBE, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, type ProbePolicy, type RetryPolicy } from "./policy.js";
 
 export const DEFAULT_LEDGER_PATH = ".effectgate/ledger.db";
 
@@ -40,6 +41,14 @@ export interface GateOptions {
   readonly leaseMs?: number;
   /** How long a call waits for a twin held by another worker before answering EG_IN_PROGRESS (default: leaseMs). */
   readonly waitMs?: number;
+  /** Default time after which a call's outcome counts as unknown and its probe is asked (default 30 s; tools may override). */
+  readonly timeoutMs?: number;
+  /** Retry policy per effect class (defaults: read 3 tries with jitter, write 3 where harmless, destructive 1). */
+  readonly retry?: Partial<Record<EffectClass, Partial<RetryPolicy>>>;
+  /** How often and how patiently to probe a call whose outcome is unknown (default 6 tries, 200 ms doubling to 5 s). */
+  readonly probe?: Partial<ProbePolicy>;
+  /** Jitter source for retry backoff (default Math.random); tests pass a seeded one. */
+  readonly random?: () => number;
   /** Called for each operator alert (default: one JSON line on stderr). */
   readonly onAlert?: (alert: Alert) => void;
   /** Test hook: named points where a crash or delay can be injected (see effectgate/testing). */
@@ -87,6 +96,9 @@ export function createGate(options: GateOptions): Gate {
     faults: options.faults,
     stats,
     inflight: new Map(),
+    abandoned: new Set(),
+    random: options.random ?? Math.random,
+    policyFor: (tool) => resolvePolicy(options, tool),
     alert(alert) {
       stats.alerts++;
       onAlert(alert);
@@ -113,8 +125,17 @@ export function createGate(options: GateOptions): Gate {
     owner: rt.owner,
     stats,
     async close() {
+      for (const controller of rt.abandoned) controller.abort(new Error("the gate was closed"));
       if (ownsLedger) await ledger.close();
     },
+  };
+}
+
+function resolvePolicy(options: GateOptions, tool: AnyTool): ToolPolicy {
+  return {
+    timeoutMs: tool.timeoutMs ?? options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    retry: { ...DEFAULT_RETRY[tool.effect], ...options.retry?.[tool.effect], ...tool.retry },
+    probe: { ...DEFAULT_PROBE, ...options.probe, ...tool.probeBudget },
   };
 }
 

@@ -55,7 +55,7 @@ export async function recover(rt: Runtime, options: { limit?: number } = {}): Pr
       ({ resolution } = await resolveStale(rt, {
         tool, input, hasInput: !record.inputRedacted,
         scope: { tenant: record.tenant, task: record.task }, toolUseId: record.toolUseId,
-      }, record));
+      }, record, 1));
     } catch (err) {
       note(record, `could not be resolved: ${messageOf(err)}`);
       continue;
@@ -65,8 +65,7 @@ export async function recover(rt: Runtime, options: { limit?: number } = {}): Pr
       case "reexecuted": counts.reexecuted++; break;
       case "needs_human": counts.needsHuman++; break;
       case "moved": note(record, "another worker settled it meanwhile"); break;
-      case "probed_running": note(record, "the probe says it is still running downstream"); break;
-      case "probe_failed": note(record, "its probe failed; it stays uncertain"); break;
+      case "probed_unknown": note(record, `left uncertain: ${(await rt.ledger.get(record.tenant, record.key))?.error ?? "no answer"}`); break;
       case "deferred": note(record, "its stored input is redacted; replay the tool_use to finish it"); break;
     }
   }

@@ -4,10 +4,11 @@ import type { AnyTool, Json } from "../core/tool.js";
 import type { CallRecord, Ledger } from "../ledger/contract.js";
 import type { FaultHook } from "../testing/faults.js";
 import { resultBlock, type ToolResultBlock } from "./blocks.js";
+import type { ProbePolicy, RetryPolicy } from "./policy.js";
 
 /** An operator alert: something a person should look at, raised without failing the agent's call. */
 export interface Alert {
-  readonly code: "record_failed" | "record_lost_race";
+  readonly code: "record_failed" | "record_lost_race" | "needs_human";
   readonly message: string;
   readonly tenant: string;
   readonly key: string;
@@ -24,6 +25,13 @@ export interface GateStats {
   alerts: number;
 }
 
+/** A tool's effective timeout, retry and probe settings (its own, else the gate's, else the class default). */
+export interface ToolPolicy {
+  readonly timeoutMs: number;
+  readonly retry: RetryPolicy;
+  readonly probe: ProbePolicy;
+}
+
 export interface Runtime {
   readonly ledger: Ledger;
   readonly tools: ReadonlyMap<string, AnyTool>;
@@ -34,6 +42,11 @@ export interface Runtime {
   readonly stats: GateStats;
   /** Calls this process is executing right now, so an in-process twin waits without polling. */
   readonly inflight: Map<string, Promise<void>>;
+  /** Tool runs that timed out and may still answer late; aborted on close. */
+  readonly abandoned: Set<AbortController>;
+  /** Jitter source for retry backoff (tests pass a seeded one). */
+  readonly random: () => number;
+  policyFor(tool: AnyTool): ToolPolicy;
   alert(alert: Alert): void;
 }
 

@@ -106,12 +106,14 @@ export interface Ledger {
   /** Compare-and-set on `version`; `undefined` when the record moved on (or does not exist). */
   update(tenant: string, key: string, version: number, update: RecordUpdate): Promise<CallRecord | undefined>;
   /**
-   * Make `owner` the holder of an `uncertain` call, or of an `in_progress` call whose lease
-   * expired (or whose holder is dead). Compare-and-set on `version`; the call stays in its state.
+   * Make `owner` the holder of an `in_progress` or `uncertain` call that nobody holds, whose
+   * lease expired, or whose holder is dead. Compare-and-set on `version`; the state stays.
    */
   takeOver(request: TakeOverRequest): Promise<CallRecord | undefined>;
-  /** Extend the lease of a call `owner` still holds at `version`. False when it no longer does. */
+  /** Extend the lease of an in_progress or uncertain call `owner` still holds at `version`. False when it no longer does. */
   renewLease(tenant: string, key: string, version: number, owner: string, leaseMs: number): Promise<boolean>;
+  /** Deletes a record, compare-and-set on `version` (expired idempotency keys). False when it moved on or is gone. */
+  remove(tenant: string, key: string, version: number): Promise<boolean>;
   list(query?: ListQuery): Promise<CallRecord[]>;
   /**
    * Calls a recovery pass should look at: `uncertain`, and `in_progress` whose lease expired

@@ -56,9 +56,15 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): Ledger {
     },
     async renewLease(tenant, key, version, owner, leaseMs) {
       const record = calls.get(id(tenant, key));
-      if (!record || record.version !== version || record.owner !== owner || record.state !== "in_progress") return false;
+      if (!record || record.version !== version || record.owner !== owner) return false;
+      if (record.state !== "in_progress" && record.state !== "uncertain") return false;
       calls.set(id(tenant, key), { ...record, leaseExpiresAt: clock() + leaseMs });
       return true;
+    },
+    async remove(tenant, key, version) {
+      const record = calls.get(id(tenant, key));
+      if (!record || record.version !== version) return false;
+      return calls.delete(id(tenant, key));
     },
     async list(query: ListQuery = {}) {
       const limit = query.limit ?? 100;

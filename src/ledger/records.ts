@@ -42,9 +42,11 @@ export function applyUpdate(record: CallRecord, update: RecordUpdate, now: numbe
   };
 }
 
-/** Whether a take-over may happen now: the call is uncertain, or its holder's lease ran out or the holder is dead. */
+/** States in which a call has a holder working on it (running it, or probing its unknown outcome). */
+export const HELD_STATES = ["in_progress", "uncertain"] as const;
+
+/** Whether a take-over may happen now: an in_progress or uncertain call nobody holds, whose lease ran out, or whose holder is dead. */
 export function isTakeable(record: CallRecord, now: number, holderIsDead: boolean): boolean {
-  if (record.state === "uncertain") return true;
-  if (record.state !== "in_progress") return false;
-  return holderIsDead || record.leaseExpiresAt === null || record.leaseExpiresAt <= now;
+  if (record.state !== "in_progress" && record.state !== "uncertain") return false;
+  return holderIsDead || record.owner === null || record.leaseExpiresAt === null || record.leaseExpiresAt <= now;
 }

@@ -217,6 +217,10 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
       const s = open();
       return guard("renew a lease", () => s.renew.run({ tenant, key, version, owner, lease_ms: leaseMs, now: Date.now() }).changes === 1);
     },
+    async remove(tenant, key, version) {
+      const s = open();
+      return guard("remove a record", () => s.remove.run(tenant, key, version).changes === 1);
+    },
     async list(query: ListQuery = {}) {
       const s = open();
       return guard("list calls", () => {
@@ -281,13 +285,15 @@ function prepare(db: Database.Database) {
     takeOver: db.prepare(
       `UPDATE calls SET owner = @owner, lease_expires_at = @now + @lease_ms, version = version + 1, updated_at = @now
        WHERE tenant = @tenant AND key = @key AND version = @version
-         AND (state = 'uncertain' OR (state = 'in_progress' AND (@dead OR lease_expires_at IS NULL OR lease_expires_at <= @now)))
+         AND state IN ('in_progress', 'uncertain')
+         AND (@dead OR owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= @now)
        RETURNING *`,
     ),
     renew: db.prepare(
       `UPDATE calls SET lease_expires_at = @now + @lease_ms
-       WHERE tenant = @tenant AND key = @key AND version = @version AND owner = @owner AND state = 'in_progress'`,
+       WHERE tenant = @tenant AND key = @key AND version = @version AND owner = @owner AND state IN ('in_progress', 'uncertain')`,
     ),
+    remove: db.prepare(`DELETE FROM calls WHERE tenant = ? AND key = ? AND version = ?`),
     list: db.prepare(
       `SELECT * FROM calls
        WHERE (@tenant IS NULL OR tenant = @tenant) AND (@state IS NULL OR state = @state) AND (@tool IS NULL OR tool = @tool)

@@ -59,7 +59,7 @@ describe("gate.recover()", () => {
     const gate = createGate({ tools: [notifyTool(runs, () => ({ status: "running" }))], ledger });
     const summary = await gate.recover();
     expect(summary).toMatchObject({ examined: 1, leftForLater: 1 });
-    expect(summary.notes[0]).toMatchObject({ key: "k1", note: "the probe says it is still running downstream" });
+    expect(summary.notes[0]).toMatchObject({ key: "k1", note: "left uncertain: the probe still says the downstream is working on it (asked 1 time)" });
     expect(runs).toEqual([]);
     expect(await ledger.get("acme", "k1")).toMatchObject({ state: "uncertain", owner: null });
   });
@@ -84,7 +84,7 @@ describe("gate.recover()", () => {
     const gate = createGate({ tools: [notifyTool([], () => { throw new Error("lookup API down"); })], ledger });
     const summary = await gate.recover();
     expect(summary.leftForLater).toBe(1);
-    expect(await ledger.get("acme", "k1")).toMatchObject({ state: "uncertain", error: "probe failed: lookup API down" });
+    expect(await ledger.get("acme", "k1")).toMatchObject({ state: "uncertain", error: "probe failed: lookup API down (asked 1 time)" });
   });
 
   it("leaves live claims of other workers alone", async () => {

@@ -130,7 +130,14 @@ export function runLedgerContract(store: string, options: ContractOptions): void
       expect([a, b].filter(Boolean)).toHaveLength(1);
     });
 
-    test("takeOver takes uncertain calls but never settled ones", async () => {
+    test("takeOver leaves an uncertain call alone while its holder's lease is live", async () => {
+      await ledger.claim(claimRequest());
+      await ledger.update("acme", "toolu_1", 1, { state: "uncertain", error: "timed out, probing", leaseMs: 60_000 });
+      expect(await ledger.takeOver({ tenant: "acme", key: "toolu_1", version: 2, owner: "w", leaseMs: 1000 })).toBeUndefined();
+      expect(await ledger.renewLease("acme", "toolu_1", 2, "worker-a", 60_000)).toBe(true);
+    });
+
+    test("takeOver takes released uncertain calls but never settled ones", async () => {
       await ledger.claim(claimRequest());
       await ledger.update("acme", "toolu_1", 1, { state: "uncertain", owner: null, error: "timed out" });
       expect(await ledger.takeOver({ tenant: "acme", key: "toolu_1", version: 2, owner: "w", leaseMs: 1000 })).toMatchObject({ state: "uncertain", owner: "w" });
@@ -147,6 +154,16 @@ export function runLedgerContract(store: string, options: ContractOptions): void
       expect(record?.leaseExpiresAt).toBeGreaterThanOrEqual((await ledger.now()) + 80_000);
       expect(await ledger.renewLease("acme", "toolu_1", 1, "worker-b", 90_000)).toBe(false);
       expect(await ledger.renewLease("acme", "toolu_1", 7, "worker-a", 90_000)).toBe(false);
+    });
+
+    test("remove is compare-and-set on version; a removed key can be claimed afresh", async () => {
+      await ledger.claim(claimRequest());
+      expect(await ledger.remove("acme", "toolu_1", 7)).toBe(false);
+      expect(await ledger.remove("globex", "toolu_1", 1)).toBe(false);
+      expect(await ledger.remove("acme", "toolu_1", 1)).toBe(true);
+      expect(await ledger.get("acme", "toolu_1")).toBeUndefined();
+      expect(await ledger.remove("acme", "toolu_1", 1)).toBe(false);
+      expect((await ledger.claim(claimRequest({ owner: "worker-b" }))).claimed).toBe(true);
     });
 
     test("listUnsettled returns uncertain and lease-expired calls, not live or settled ones", async () => {
