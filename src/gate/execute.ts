@@ -94,7 +94,11 @@ async function attempt(rt: Runtime, call: Call, start: CallRecord, lease: LeaseK
     }
     const reason = verdict.kind === "absent" ? "the probe said absent again after a re-run" : verdict.reason;
     const parked = await sendToHuman(rt, record, `${why}; ${reason}`);
-    if (late) void late.settled.then(() => recordLateReply(rt, parked, late));
+    if (late) {
+      const recording = late.settled.then(() => recordLateReply(rt, parked, late));
+      rt.background.add(recording);
+      void recording.finally(() => rt.background.delete(recording));
+    }
     return needsHumanResult(call.toolUseId, parked);
   }
 }

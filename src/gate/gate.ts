@@ -66,6 +66,11 @@ export interface Gate {
   recover(options?: { limit?: number }): Promise<RecoverySummary>;
   /** Loads a checkpoint and answers its pending tool_use through the ledger. */
   resume(store: CheckpointStore): Promise<{ checkpoint: AgentCheckpoint | undefined; toolResults: ToolResultBlock[] }>;
+  /**
+   * Waits for background work to finish: replies that arrive after a call timed out are
+   * still recorded, and this resolves once those that have arrived are. Call before exit.
+   */
+  drain(): Promise<void>;
   readonly ledger: Ledger;
   /** This gate's owner id, as written on its claims. */
   readonly owner: string;
@@ -97,6 +102,7 @@ export function createGate(options: GateOptions): Gate {
     stats,
     inflight: new Map(),
     abandoned: new Set(),
+    background: new Set(),
     random: options.random ?? Math.random,
     policyFor: (tool) => resolvePolicy(options, tool),
     alert(alert) {
@@ -120,6 +126,9 @@ export function createGate(options: GateOptions): Gate {
       const checkpoint = await store.load();
       if (!checkpoint?.pendingToolUse) return { checkpoint, toolResults: [] };
       return { checkpoint, toolResults: await runToolUses(checkpoint.pendingToolUse, checkpoint.scope) };
+    },
+    async drain() {
+      while (rt.background.size > 0) await Promise.allSettled([...rt.background]);
     },
     ledger,
     owner: rt.owner,

@@ -44,6 +44,8 @@ export interface Runtime {
   readonly inflight: Map<string, Promise<void>>;
   /** Tool runs that timed out and may still answer late; aborted on close. */
   readonly abandoned: Set<AbortController>;
+  /** Background work (late replies being recorded) that `gate.drain()` waits for. */
+  readonly background: Set<Promise<void>>;
   /** Jitter source for retry backoff (tests pass a seeded one). */
   readonly random: () => number;
   policyFor(tool: AnyTool): ToolPolicy;
