@@ -1,0 +1,52 @@
+/** Child processes for multi-process tests: start, wait for a line, collect output, await exit. */
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export const DIST_INDEX = fileURLToPath(new URL("../../dist/index.js", import.meta.url));
+
+export function requireBuild(): void {
+  if (!existsSync(DIST_INDEX)) throw new Error(`${DIST_INDEX} is missing: run \`npm run build\` first (npm test does it)`);
+}
+
+export interface Worker {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** Resolves with the first stdout line that satisfies `match`. */
+  line(match: (line: string) => boolean): Promise<string>;
+  /** Resolves when the process exits, with its code and signal, stdout and stderr. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
+}
+
+export function startWorker(script: string, args: readonly string[]): Worker {
+  const child = spawn(process.execPath, [script, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  const waiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
+  let pending = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    stdout += chunk;
+    pending += chunk;
+    let nl: number;
+    while ((nl = pending.indexOf("\n")) >= 0) {
+      const line = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      for (const w of [...waiters]) {
+        if (w.match(line)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(line);
+        }
+      }
+    }
+  });
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return {
+    child,
+    exited,
+    line: (match) => new Promise<string>((resolve, reject) => {
+      waiters.push({ match, resolve });
+      void exited.then(({ code, signal }) => reject(new Error(`worker exited (code ${code}, signal ${signal}) before the expected line; stderr:\n${stderr}`)));
+    }),
+  };
+}
