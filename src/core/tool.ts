@@ -46,13 +46,15 @@ export interface ToolSpec<S extends StandardSchemaV1, R> {
   readonly effect: EffectClass;
   /** Any Standard Schema (zod 4, valibot, arktype…). Input that fails it never executes. */
   readonly input: S;
-  readonly execute: (input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext) => R | Promise<R>;
+  // The hooks are methods, not function properties: methods compare bivariantly, so a tool of
+  // any input and result type can be handed to createGate as a Tool<any, any>.
+  execute(input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext): R | Promise<R>;
   /** Asked, with the same key, when a call's outcome is unknown (crash, lost reply). */
-  readonly probe?: (input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext) => Promise<ProbeResult<R>>;
+  probe?(input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext): Promise<ProbeResult<R>>;
   /** Undoes a completed call (used by sagas). */
-  readonly compensate?: (input: StandardSchemaV1.InferOutput<S>, result: R, ctx: ToolContext) => Promise<unknown>;
+  compensate?(input: StandardSchemaV1.InferOutput<S>, result: R, ctx: ToolContext): Promise<unknown>;
   /** Computes what the call would do, committing nothing. */
-  readonly dryRun?: (input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext) => Promise<unknown>;
+  dryRun?(input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext): Promise<unknown>;
   /** Dot paths of input fields (e.g. `card.number`) stored as "[redacted]" in the ledger. */
   readonly redact?: readonly string[];
   /** After this long the call's outcome is "unknown" (not failed) and the probe is asked. Default: the gate's. */

@@ -17,7 +17,6 @@
 import { EffectgateError } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
 import type { AnyTool, EffectClass, Tool } from "../core/tool.js";
-import type { StandardSchemaV1 } from "../core/standard-schema.js";
 import type { Ledger } from "../ledger/contract.js";
 import { sqliteLedger } from "../ledger/sqlite.js";
 import type { CheckpointStore, AgentCheckpoint } from "../checkpoint/checkpoint.js";
@@ -32,9 +31,10 @@ import { DEFAULT_PROBE, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, type ProbePolicy, typ
 export const DEFAULT_LEDGER_PATH = ".effectgate/ledger.db";
 
 export interface GateOptions {
-  // Tools of any schema and result type; the gate treats them alike.
+  // Tools of any schema and result type; the gate treats them alike. `any` (not `unknown`)
+  // because a tool's execute/key functions take its own input type, which `unknown` would reject.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  readonly tools: readonly Tool<StandardSchemaV1, any>[];
+  readonly tools: readonly Tool<any, any>[];
   /** Default: SQLite at `.effectgate/ledger.db` in the working directory. */
   readonly ledger?: Ledger;
   /** How long a claim stays ours without renewal (default 30 s). Renewed while the tool runs. */

@@ -94,6 +94,8 @@ export interface ListQuery {
   readonly tenant?: string;
   readonly state?: CallState;
   readonly tool?: string;
+  /** One key, in every tenant (operators looking a call up). */
+  readonly key?: string;
   /** At most this many, oldest first (default 100). */
   readonly limit?: number;
 }

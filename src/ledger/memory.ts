@@ -73,6 +73,7 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): Ledger {
         if (query.tenant !== undefined && record.tenant !== query.tenant) continue;
         if (query.state !== undefined && record.state !== query.state) continue;
         if (query.tool !== undefined && record.tool !== query.tool) continue;
+        if (query.key !== undefined && record.key !== query.key) continue;
         out.push(copy(record));
         if (out.length >= limit) break;
       }

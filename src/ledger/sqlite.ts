@@ -19,8 +19,13 @@ export interface SqliteLedgerOptions {
   readonly durability?: "fsync" | "process";
   /** How long to wait for another process's write lock (default 5000 ms). */
   readonly busyTimeoutMs?: number;
-  /** Create the file when it does not exist (default true). Operator tools pass false so a typo is an error, not a new empty ledger. */
+  /**
+   * Create the file when it does not exist (default true). With false, a missing file, an
+   * empty one or a SQLite file that is not an effectgate ledger is refused untouched.
+   */
   readonly create?: boolean;
+  /** Open read-only (operator tools): implies create: false; never migrates or changes the file. */
+  readonly readOnly?: boolean;
 }
 
 /** Append-only: never edit a shipped migration, add the next one. */
@@ -36,6 +41,7 @@ const MIGRATIONS: readonly string[] = [
    ) WITHOUT ROWID;
    CREATE INDEX calls_unsettled ON calls (state, lease_expires_at) WHERE state IN ('in_progress', 'uncertain');
    CREATE INDEX calls_by_state ON calls (state, created_at);
+   CREATE INDEX calls_by_key ON calls (key);
    CREATE TABLE checkpoints (
      tenant TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, updated_at INTEGER NOT NULL,
      PRIMARY KEY (tenant, id)
@@ -85,16 +91,23 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
   function open() {
     if (statements) return statements;
     return guard("open it", () => {
-      if (options.create === false && !existsSync(file)) {
-        throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `there is no ledger at ${file}. Check the path (--db), or run the agent once to create it.`);
-      }
-      mkdirSync(dirname(file), { recursive: true });
-      const conn = new Database(file);
+      const mustExist = options.create === false || options.readOnly === true;
+      if (mustExist) refuseNonLedger();
+      else mkdirSync(dirname(file), { recursive: true });
+      const conn = new Database(file, options.readOnly ? { readonly: true, fileMustExist: true } : {});
       try {
         conn.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-        conn.pragma("journal_mode = WAL");
-        conn.pragma(`synchronous = ${options.durability === "process" ? "NORMAL" : "FULL"}`);
-        migrate(conn);
+        if (options.readOnly) {
+          const version = conn.pragma("user_version", { simple: true }) as number;
+          if (version > MIGRATIONS.length) throw tooNew(version);
+          if (version < MIGRATIONS.length) {
+            throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${file} has schema version ${version}; open it once with a writable effectgate to migrate it to ${MIGRATIONS.length}`);
+          }
+        } else {
+          conn.pragma("journal_mode = WAL");
+          conn.pragma(`synchronous = ${options.durability === "process" ? "NORMAL" : "FULL"}`);
+          migrate(conn);
+        }
         statements = prepare(conn);
         db = conn;
         return statements;
@@ -105,14 +118,30 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
     });
   }
 
+  const tooNew = (version: number) =>
+    new EffectgateError(
+      "EG_LEDGER_TOO_NEW",
+      `the ledger ${file} has schema version ${version}, newer than this effectgate knows (${MIGRATIONS.length}). Upgrade effectgate; the file was not touched.`,
+    );
+
+  /** Looks before touching: a missing file, or one that is not an effectgate ledger, is refused as it is. */
+  function refuseNonLedger() {
+    if (!existsSync(file)) {
+      throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `there is no ledger at ${file} (nothing was created). Check the path, or run the agent once to create it.`);
+    }
+    const peek = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      if ((peek.pragma("user_version", { simple: true }) as number) === 0) {
+        throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `${file} is not an effectgate ledger (empty, or another program's SQLite database). It was left as it is; check the path.`);
+      }
+    } finally {
+      peek.close();
+    }
+  }
+
   function migrate(conn: Database.Database) {
     const current = conn.pragma("user_version", { simple: true }) as number;
-    if (current > MIGRATIONS.length) {
-      throw new EffectgateError(
-        "EG_LEDGER_TOO_NEW",
-        `the ledger ${file} has schema version ${current}, newer than this effectgate knows (${MIGRATIONS.length}). Upgrade effectgate; the file was not touched.`,
-      );
-    }
+    if (current > MIGRATIONS.length) throw tooNew(current);
     if (current === MIGRATIONS.length) return;
     conn.transaction(() => {
       // Re-read inside the write lock: another process may have migrated meanwhile.
@@ -225,7 +254,8 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
       const s = open();
       return guard("list calls", () => {
         const rows = s.list.all({
-          tenant: query.tenant ?? null, state: query.state ?? null, tool: query.tool ?? null, limit: query.limit ?? 100,
+          tenant: query.tenant ?? null, state: query.state ?? null, tool: query.tool ?? null, key: query.key ?? null,
+          limit: query.limit ?? 100,
         }) as Row[];
         return rows.map(decode);
       });
@@ -297,6 +327,7 @@ function prepare(db: Database.Database) {
     list: db.prepare(
       `SELECT * FROM calls
        WHERE (@tenant IS NULL OR tenant = @tenant) AND (@state IS NULL OR state = @state) AND (@tool IS NULL OR tool = @tool)
+         AND (@key IS NULL OR key = @key)
        ORDER BY created_at, tenant, key LIMIT @limit`,
     ),
     unsettled: db.prepare(

@@ -243,12 +243,13 @@ describe("bad input gets a clear error and executes nothing", () => {
 
 describe("defineTool and createGate refuse bad definitions up front", () => {
   const input = z.object({});
-  it.each([
-    ["no effect class", { name: "x", input, execute: () => 1 }, /effect must be one of read, write, destructive \(there is no default\)/],
-    ["a bad name", { name: "has space", effect: "write", input, execute: () => 1 }, /name must be 1–64 characters/],
-    ["no schema", { name: "x", effect: "write", input: {}, execute: () => 1 }, /input must be a Standard Schema/],
+  const one = () => 1;
+  it.each<[string, unknown, RegExp]>([
+    ["no effect class", { name: "x", input, execute: one }, /effect must be one of read, write, destructive \(there is no default\)/],
+    ["a bad name", { name: "has space", effect: "write", input, execute: one }, /name must be 1–64 characters/],
+    ["no schema", { name: "x", effect: "write", input: {}, execute: one }, /input must be a Standard Schema/],
     ["no execute", { name: "x", effect: "write", input }, /execute must be a function/],
-    ["a bad key", { name: "x", effect: "write", input, execute: () => 1, key: "random" }, /key must be "tool_use_id", "derived"/],
+    ["a bad key", { name: "x", effect: "write", input, execute: one, key: "random" }, /key must be "tool_use_id", "derived"/],
   ])("%s", (_what, spec, message) => {
     expect(() => defineTool(spec as never)).toThrow(message);
   });

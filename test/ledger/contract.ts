@@ -188,6 +188,8 @@ export function runLedgerContract(store: string, options: ContractOptions): void
       expect((await ledger.list({ state: "completed" })).map((r) => r.key)).toEqual(["k0"]);
       expect(await ledger.list({ tenant: "acme", limit: 2 })).toHaveLength(2);
       expect((await ledger.list({ tenant: "globex" })).map((r) => r.key)).toEqual(["other-tenant"]);
+      await ledger.claim(claimRequest({ key: "k1", tenant: "globex" }));
+      expect((await ledger.list({ key: "k1" })).map((r) => r.tenant).sort()).toEqual(["acme", "globex"]);
     });
 
     test("records returned are copies: changing one does not change the store", async () => {

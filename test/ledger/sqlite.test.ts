@@ -67,4 +67,32 @@ describe("sqlite ledger files", () => {
     await expect(ledger.claim(claimRequest())).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: the ledger .*a-file\/ledger\.db is unavailable \(could not open it/);
     expect(existsSync(join(blocker, "ledger.db"))).toBe(false);
   });
+
+  it("create: false and readOnly refuse an empty file or another program's database, untouched", async () => {
+    const empty = join(dir, "empty.db");
+    writeFileSync(empty, "");
+    const foreign = join(dir, "foreign.db");
+    const raw = new Database(foreign);
+    raw.exec("CREATE TABLE invoices (id INTEGER PRIMARY KEY)");
+    raw.close();
+    const before = readFileSync(foreign);
+    for (const options of [{ create: false }, { readOnly: true }]) {
+      await expect(sqliteLedger(empty, options).list()).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: .*empty\.db is not an effectgate ledger/);
+      await expect(sqliteLedger(foreign, options).list()).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: .*foreign\.db is not an effectgate ledger/);
+    }
+    expect(readFileSync(empty).length).toBe(0);
+    expect(readFileSync(foreign).equals(before)).toBe(true);
+    expect(existsSync(`${foreign}-wal`)).toBe(false);
+  });
+
+  it("readOnly reads an existing ledger and cannot write to it", async () => {
+    const file = join(dir, "ro.db");
+    const rw = sqliteLedger(file);
+    await rw.claim(claimRequest());
+    await rw.close();
+    const ro = sqliteLedger(file, { readOnly: true });
+    expect((await ro.get("acme", "toolu_1"))?.state).toBe("in_progress");
+    await expect(ro.claim(claimRequest({ key: "new" }))).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: .*readonly/);
+    await ro.close();
+  });
 });
