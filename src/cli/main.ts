@@ -1,0 +1,206 @@
+#!/usr/bin/env node
+/**
+ * The `effectgate` command. Exit codes: 0 success; 1 the command could not do its job
+ * (unknown key, damaged or unavailable ledger, demo failure); 2 usage error (unknown command
+ * or option, bad value, missing ledger file, ambiguous key).
+ */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { isEffectgateError } from "../core/errors.js";
+import { CALL_STATES, type CallState } from "../core/states.js";
+import { CRASH_INTRO, CRASH_WAYS, isCrashWayName } from "../demo/crash-ways.js";
+import { DEFAULT_LEDGER_PATH } from "./defaults.js";
+import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./errors.js";
+import { hanging, wrap } from "./format.js";
+
+// The commands' modules (SQLite driver, gate, demo) load only when a command runs, so --help stays fast.
+
+const CLI_PATH = fileURLToPath(import.meta.url);
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
+    return typeof pkg.version === "string" ? pkg.version : "unknown";
+  } catch {
+    return "unknown";
+  }
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError("it must be a whole number of at least 1.");
+  return n;
+}
+
+const dbOption = () =>
+  new Option("--db <path>", "the ledger file (SQLite) to read; it is never created or changed by this command")
+    .env("EFFECTGATE_DB")
+    .default(DEFAULT_LEDGER_PATH);
+
+const EXIT_CODES = `
+Exit codes:
+  0  success
+  1  the command could not do its job: unknown key, damaged or unavailable ledger, demo failure
+  2  usage error: unknown command or option, bad option value, missing ledger file, ambiguous key`;
+
+function buildProgram(): Command {
+  const program = new Command();
+  program
+    .name("effectgate")
+    .description(
+      "effectgate makes the side effects of AI-agent tool calls (tickets, charges, e-mails…) happen effectively once " +
+        "through crashes, retries and replays: every write call is recorded in a ledger before it runs. " +
+        "This command inspects that ledger and runs demonstrations.",
+    )
+    .version(version(), "-V, --version", "print the effectgate version")
+    .helpOption("-h, --help", "show help for a command")
+    .helpCommand("help [command]", "show help for a command")
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(text) })
+    .showHelpAfterError("(add --help for usage)")
+    .showSuggestionAfterError(true)
+    .addHelpText("after", `
+Examples:
+  effectgate ledger ls                          list the calls in .effectgate/ledger.db
+  effectgate ledger ls --state needs_human      calls a person has to settle
+  effectgate ledger show toolu_01ABC            everything recorded about one call
+  effectgate demo crash                         see a crash duplicate a ticket, and effectgate prevent it
+${EXIT_CODES}`);
+
+  // ---- ledger -------------------------------------------------------------------------------
+  const ledger = program
+    .command("ledger")
+    .description("inspect the effects ledger: one record per tool call (its key, state, input, result), read-only")
+    .addHelpText("after", `
+The ledger is the SQLite file the gate writes (default ${DEFAULT_LEDGER_PATH}, relative to the
+current directory; set --db or EFFECTGATE_DB to read another). These commands never change it,
+and a missing file is an error, never an empty list.
+
+Call states: ${CALL_STATES.join(", ")}.`);
+
+  ledger
+    .command("ls")
+    .description("list recorded tool calls as a table (oldest first), optionally filtered")
+    .addOption(dbOption())
+    .option("--tenant <tenant>", "only calls made for this tenant (customer, team or user)")
+    .addOption(new Option("--state <state>", "only calls in this state").choices(CALL_STATES))
+    .option("--tool <name>", "only calls of this tool, e.g. create_ticket")
+    .option("--limit <n>", "show at most n calls", positiveInt, 100)
+    .option("--json", "print an array of full call records as JSON instead of a table")
+    .addHelpText("after", `
+Columns: KEY (the idempotency key, usually the model's tool_use id), TENANT, TOOL, EFFECT
+(read | write | destructive), STATE, ATTEMPTS (times the tool was started), UPDATED (UTC),
+RESULT / ERROR (the stored result or why the call failed or is stuck, shortened).
+
+States:
+  in_progress          claimed by a worker, the tool may be running; a dead worker's call is probed on resume
+  completed            ran; its stored result is replayed, nothing runs again
+  failed               failed definitely, no effect happened
+  uncertain            outcome unknown (timeout, crash, lost reply); will be probed, never blindly re-run
+  needs_human          effectgate cannot tell whether the effect happened: check the downstream system
+  compensated          completed, then undone
+  compensation_failed  completed, undoing it failed: look at it
+
+Examples:
+  effectgate ledger ls --db /var/lib/agent/ledger.db
+  effectgate ledger ls --tenant acme --state needs_human
+  effectgate ledger ls --tool create_ticket --limit 20 --json
+${EXIT_CODES}`)
+    .action(async (opts: { db: string; tenant?: string; state?: CallState; tool?: string; limit: number; json?: boolean }) => {
+      const { ledgerLs } = await import("./ledger.js");
+      await ledgerLs({ ...opts, json: opts.json === true });
+    });
+
+  ledger
+    .command("show")
+    .description("show everything recorded about one call: input, result, error, owner, lease, timestamps")
+    .argument("<key>", "the call's idempotency key, as listed by `effectgate ledger ls` (usually the tool_use id)")
+    .addOption(dbOption())
+    .option("--tenant <tenant>", "the tenant the call belongs to; needed only when the key exists in several tenants")
+    .option("--json", "print the full record as JSON")
+    .addHelpText("after", `
+Without --tenant, the key is looked up in every tenant: if exactly one has it, that call is
+shown; if several do, the command names them and asks for --tenant (exit 2). An unknown key
+exits with 1.
+
+Examples:
+  effectgate ledger show toolu_01ABC
+  effectgate ledger show toolu_01ABC --tenant acme --json
+${EXIT_CODES}`)
+    .action(async (key: string, opts: { db: string; tenant?: string; json?: boolean }) => {
+      const { ledgerShow } = await import("./ledger.js");
+      await ledgerShow(key, { ...opts, json: opts.json === true });
+    });
+
+  // ---- demo ---------------------------------------------------------------------------------
+  const demo = program
+    .command("demo")
+    .description("run demonstrations against simulated services on 127.0.0.1 (nothing outside this machine is touched)");
+
+  demo
+    .command("crash")
+    .description("kill an agent right after it created a support ticket, resume it, and count the tickets: without a ledger, with a ledger written after execution, and with effectgate")
+    .option("--json", 'print {"scenarios":[{"name","ticketsCreated","duplicates","resultTicketId"}]} instead of a table')
+    .addHelpText("after", `
+${wrap(CRASH_INTRO, 96)}
+
+Ways:
+${CRASH_WAYS.map((w) => hanging(w.name, w.how, 24)).join("\n")}
+
+Output columns: way, tickets created (counted by the ticket service), duplicates (tickets
+beyond the one the report called for), agent got (the ticket id the resumed agent received).
+Takes a few seconds; temp files go to the system temp directory and are removed afterwards.
+${EXIT_CODES}`)
+    .action(async (opts: { json?: boolean }) => {
+      const { demoCrash } = await import("./demo.js");
+      await demoCrash({ json: opts.json === true, workerCommand: [process.execPath, CLI_PATH, "demo", "crash-worker"] });
+    });
+
+  demo
+    .command("crash-worker", { hidden: true })
+    .description("internal: one agent process of `demo crash`")
+    .requiredOption("--way <way>", "which way to run")
+    .addOption(new Option("--phase <phase>", "crash or resume").choices(["crash", "resume"]).makeOptionMandatory())
+    .requiredOption("--service <url>", "the ticket service URL")
+    .requiredOption("--dir <dir>", "this way's temp directory")
+    .action(async (opts: { way: string; phase: "crash" | "resume"; service: string; dir: string }) => {
+      if (!isCrashWayName(opts.way)) throw new CliError(`unknown way ${JSON.stringify(opts.way)}; one of ${CRASH_WAYS.map((w) => w.name).join(", ")}`, EXIT_USAGE);
+      const { runCrashWorker } = await import("../demo/crash.js");
+      await runCrashWorker({ way: opts.way, phase: opts.phase, service: opts.service, dir: opts.dir });
+    });
+
+  return program;
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync([...argv]);
+    return EXIT_OK;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Commander already printed the message (and the usage hint) on stderr.
+      if (err.code === "commander.helpDisplayed" || err.code === "commander.version") return EXIT_OK;
+      if (err.code === "commander.help") return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+      return EXIT_USAGE;
+    }
+    if (err instanceof CliError) {
+      process.stderr.write(`effectgate: ${err.message}\n`);
+      return err.exitCode;
+    }
+    if (isEffectgateError(err)) {
+      process.stderr.write(`effectgate: ${err.message}\n`);
+      return EXIT_FAILURE;
+    }
+    process.stderr.write(`effectgate: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return EXIT_FAILURE;
+  }
+}
+
+// `effectgate ledger ls | head`: a reader that stops early is not an error.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") process.exit(process.exitCode ?? EXIT_OK);
+  throw err;
+});
+process.exitCode = await main(process.argv);
