@@ -12,7 +12,7 @@ import { executeHeld, runWithTimeout, toJson } from "./execute.js";
 import { classifyError, ToolTimeout } from "./outcome.js";
 import { backoffMs, sleep } from "./policy.js";
 import { isStaleHolder, resolveStale } from "./resolve.js";
-import { inflightId, inProgressResult, needsHumanResult, renderResult, replayRecord, type Call, type Runtime } from "./runtime.js";
+import { inProgressResult, needsHumanResult, renderResult, replayRecord, singleFlight, type Call, type Runtime } from "./runtime.js";
 
 export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope): Promise<ToolResultBlock> {
   const fail = (message: string) => resultBlock(block.id, message, true);
@@ -31,12 +31,14 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope): P
     const key = keyFor(tool, checked.value, block, scope);
     const print = fingerprint(tool.name, block.input);
     const stored = redactInput(block.input, tool.redact);
-    const claim = await rt.ledger.claim({
-      tenant: scope.tenant, key, tool: tool.name, effect: tool.effect, task: scope.task, toolUseId: block.id,
-      fingerprint: print, input: stored.value as Json, inputRedacted: stored.redacted, owner: rt.owner, leaseMs: rt.leaseMs,
+    return await singleFlight(rt, scope.tenant, key, async () => {
+      const claim = await rt.ledger.claim({
+        tenant: scope.tenant, key, tool: tool.name, effect: tool.effect, task: scope.task, toolUseId: block.id,
+        fingerprint: print, input: stored.value as Json, inputRedacted: stored.redacted, owner: rt.owner, leaseMs: rt.leaseMs,
+      });
+      if (claim.claimed) return executeHeld(rt, call, claim.record);
+      return answerExisting(rt, call, print, claim.record);
     });
-    if (claim.claimed) return await executeHeld(rt, call, claim.record);
-    return await answerExisting(rt, call, print, claim.record);
   } catch (err) {
     // Only ledger trouble reaches here: the tool did not run (executeHeld never throws after it starts one).
     const message = err instanceof EffectgateError ? err.message : `EG_LEDGER_UNAVAILABLE: ${messageOf(err)}. Nothing was executed.`;
@@ -73,11 +75,6 @@ async function answerExisting(rt: Runtime, call: Call, print: string, first: Cal
           const resolved = await resolveStale(rt, call, record, rt.policyFor(call.tool).probe.attempts);
           if (resolved.block) return resolved.block;
           break; // moved: read it again
-        }
-        const running = rt.inflight.get(inflightId(record));
-        if (running) {
-          await running;
-          break;
         }
         if (Date.now() >= deadline) return inProgressResult(call.toolUseId, record, `held by another worker (${record.owner ?? "unknown"})`);
         await new Promise((resolve) => setTimeout(resolve, pause));

@@ -17,19 +17,15 @@ import { keepLease, type LeaseKeeper } from "./lease.js";
 import { classifyError, ToolTimeout } from "./outcome.js";
 import { backoffMs, sleep } from "./policy.js";
 import { probeUntilKnown, type LateRun } from "./probe-loop.js";
-import { inflightId, needsHumanResult, renderResult, type Call, type Runtime } from "./runtime.js";
+import { needsHumanResult, renderResult, type Call, type Runtime } from "./runtime.js";
 
+/** The caller holds the key's single flight (runtime.ts), so nothing else in this gate touches the record meanwhile. */
 export async function executeHeld(rt: Runtime, call: Call, held: CallRecord): Promise<ToolResultBlock> {
-  const id = inflightId(held);
-  let finish!: () => void;
-  rt.inflight.set(id, new Promise<void>((resolve) => (finish = resolve)));
   const lease = keepLease(rt, held);
   try {
     return await attempt(rt, call, held, lease);
   } finally {
     lease.stop();
-    rt.inflight.delete(id);
-    finish();
   }
 }
 
@@ -170,7 +166,7 @@ async function recordFailure(rt: Runtime, call: Call, held: CallRecord, err: unk
   return resultBlock(call.toolUseId, error, true);
 }
 
-async function sendToHuman(rt: Runtime, record: CallRecord, reason: string): Promise<CallRecord> {
+export async function sendToHuman(rt: Runtime, record: CallRecord, reason: string): Promise<CallRecord> {
   const parked = await rt.ledger.update(record.tenant, record.key, record.version, { state: "needs_human", error: reason, owner: null });
   rt.alert({
     code: "needs_human",

@@ -22,16 +22,16 @@ export type ProbeVerdict =
   | { readonly kind: "unknown"; readonly reason: string };
 
 export async function probeUntilKnown(call: Call, held: CallRecord, policy: ProbePolicy, late?: LateRun): Promise<ProbeVerdict> {
-  const probe = call.tool.probe;
+  const hasProbe = call.tool.probe !== undefined;
   const ctx: ToolContext = {
     idempotencyKey: held.key, toolUseId: call.toolUseId, scope: call.scope,
     signal: new AbortController().signal, attempt: held.attempts,
   };
   let reason = `${call.tool.name} has no probe, so effectgate cannot tell whether its effect happened`;
-  for (let round = 0; round < (probe ? policy.attempts : 0); round++) {
+  for (let round = 0; round < (hasProbe ? policy.attempts : 0); round++) {
     if (late?.value) return { kind: "done", result: late.value.result, from: "late_reply" };
     try {
-      const answer = await probe!(call.hasInput ? call.input : held.input, ctx);
+      const answer = await call.tool.probe!(call.hasInput ? call.input : held.input, ctx);
       if (answer.status === "done") return { kind: "done", result: answer.result, from: "probe" };
       if (answer.status === "absent") return { kind: "absent" };
       if (answer.status === "running") reason = "the probe still says the downstream is working on it";
@@ -42,7 +42,7 @@ export async function probeUntilKnown(call: Call, held: CallRecord, policy: Prob
     if (round + 1 < policy.attempts) await pause(probeDelayMs(policy, round), late);
   }
   if (late?.value) return { kind: "done", result: late.value.result, from: "late_reply" };
-  if (probe) reason = `${reason} (asked ${policy.attempts} time${policy.attempts === 1 ? "" : "s"})`;
+  if (hasProbe) reason = `${reason} (asked ${policy.attempts} time${policy.attempts === 1 ? "" : "s"})`;
   return { kind: "unknown", reason };
 }
 

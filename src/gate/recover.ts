@@ -6,7 +6,7 @@ import { validate } from "../core/standard-schema.js";
 import { messageOf } from "../core/errors.js";
 import type { CallRecord } from "../ledger/contract.js";
 import { isStaleHolder, resolveStale, type Resolution } from "./resolve.js";
-import type { Runtime } from "./runtime.js";
+import { inflightId, singleFlight, type Runtime } from "./runtime.js";
 
 export interface RecoverySummary {
   /** Unsettled records looked at. */
@@ -37,6 +37,10 @@ export async function recover(rt: Runtime, options: { limit?: number } = {}): Pr
       note(record, `no tool named ${record.tool} was given to this gate`);
       continue;
     }
+    if (rt.inflight.has(inflightId(record))) {
+      note(record, "this gate is working on it right now");
+      continue;
+    }
     if (!isStaleHolder(rt, record, await rt.ledger.now())) {
       note(record, `held by a live worker (${record.owner ?? "unknown"}) until its lease ends`);
       continue;
@@ -52,10 +56,8 @@ export async function recover(rt: Runtime, options: { limit?: number } = {}): Pr
     }
     let resolution: Resolution;
     try {
-      ({ resolution } = await resolveStale(rt, {
-        tool, input, hasInput: !record.inputRedacted,
-        scope: { tenant: record.tenant, task: record.task }, toolUseId: record.toolUseId,
-      }, record, 1));
+      const call = { tool, input, hasInput: !record.inputRedacted, scope: { tenant: record.tenant, task: record.task }, toolUseId: record.toolUseId };
+      ({ resolution } = await singleFlight(rt, record.tenant, record.key, () => resolveStale(rt, call, record, 1)));
     } catch (err) {
       note(record, `could not be resolved: ${messageOf(err)}`);
       continue;

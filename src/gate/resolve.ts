@@ -8,10 +8,10 @@
  */
 import type { CallRecord } from "../ledger/contract.js";
 import { resultBlock, type ToolResultBlock } from "./blocks.js";
-import { executeHeld, toJson } from "./execute.js";
+import { executeHeld, sendToHuman, toJson } from "./execute.js";
 import { isHolderDead } from "./owner.js";
 import { probeUntilKnown } from "./probe-loop.js";
-import { inflightId, inProgressResult, needsHumanResult, renderResult, type Call, type Runtime } from "./runtime.js";
+import { inProgressResult, needsHumanResult, renderResult, type Call, type Runtime } from "./runtime.js";
 
 export type Resolution =
   | "reexecuted"
@@ -31,8 +31,9 @@ export interface Resolved {
 export function isStaleHolder(rt: Runtime, record: CallRecord, now: number): boolean {
   if (record.state !== "in_progress" && record.state !== "uncertain") return false;
   if (record.owner === null || record.leaseExpiresAt === null || record.leaseExpiresAt <= now) return true;
-  // This gate holds it but is not running it: a run whose outcome could not be recorded.
-  if (record.owner === rt.owner) return !rt.inflight.has(inflightId(record));
+  // The caller holds this key's single flight, so a record held by this gate is not being
+  // worked on by it: a run whose outcome could not be recorded.
+  if (record.owner === rt.owner) return true;
   return isHolderDead(record.owner);
 }
 
@@ -48,7 +49,7 @@ export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, 
 
   if (call.tool.effect === "read") return reexecute(rt, call, held);
   if (!call.tool.probe) {
-    const parked = await park(rt, held, "needs_human",
+    const parked = await sendToHuman(rt, held,
       `the call was interrupted before its outcome was recorded and ${held.tool} has no probe, so effectgate cannot tell whether its effect happened`);
     return { resolution: "needs_human", block: needsHumanResult(call.toolUseId, parked) };
   }
@@ -82,8 +83,8 @@ async function reexecute(rt: Runtime, call: Call, held: CallRecord): Promise<Res
   return { resolution: "reexecuted", block: await executeHeld(rt, call, restarted) };
 }
 
-/** Leaves the call in `state`, released, with the reason; a lost race keeps the newer record. */
-async function park(rt: Runtime, held: CallRecord, state: "uncertain" | "needs_human", reason: string): Promise<CallRecord> {
+/** Leaves the call uncertain, released, with the reason; a lost race keeps the newer record. */
+async function park(rt: Runtime, held: CallRecord, state: "uncertain", reason: string): Promise<CallRecord> {
   const parked = await rt.ledger.update(held.tenant, held.key, held.version, { state, error: reason, owner: null });
   return parked ?? (await rt.ledger.get(held.tenant, held.key)) ?? held;
 }

@@ -40,7 +40,11 @@ export interface Runtime {
   readonly waitMs: number;
   readonly faults: FaultHook | undefined;
   readonly stats: GateStats;
-  /** Calls this process is executing right now, so an in-process twin waits without polling. */
+  /**
+   * Keys this gate is working on (claiming, running, probing, recovering): one call per key at
+   * a time in this process, so an in-process twin waits without polling and never races its
+   * sibling for the same record.
+   */
   readonly inflight: Map<string, Promise<void>>;
   /** Tool runs that timed out and may still answer late; aborted on close. */
   readonly abandoned: Set<AbortController>;
@@ -63,6 +67,20 @@ export interface Call {
 }
 
 export const inflightId = (record: Pick<CallRecord, "tenant" | "key">) => `${record.tenant}\u0000${record.key}`;
+
+/** Runs `work` as the only call for this key in this gate, after any call already on it. */
+export async function singleFlight<T>(rt: Runtime, tenant: string, key: string, work: () => Promise<T>): Promise<T> {
+  const id = inflightId({ tenant, key });
+  for (let current = rt.inflight.get(id); current; current = rt.inflight.get(id)) await current;
+  let release!: () => void;
+  rt.inflight.set(id, new Promise<void>((resolve) => (release = resolve)));
+  try {
+    return await work();
+  } finally {
+    rt.inflight.delete(id);
+    release();
+  }
+}
 
 /** The stored result as tool_result content: strings as they are, anything else as JSON. */
 export function renderResult(result: Json | null): string {

@@ -38,7 +38,11 @@ export interface CallRecord {
   readonly owner: string | null;
   /** Epoch ms on the store's clock; null when nobody holds the call. */
   readonly leaseExpiresAt: number | null;
-  /** How many times the tool was started for this key. */
+  /**
+   * How many times the call was claimed to run: the first claim and every re-run. A crash
+   * between a claim and the tool's start cannot be told from a crash during the tool, so this
+   * counts starts that may or may not have reached the tool.
+   */
   readonly attempts: number;
   readonly version: number;
   readonly createdAt: number;

@@ -13,7 +13,7 @@ export interface Worker {
   readonly child: ChildProcessWithoutNullStreams;
   /** Resolves with the first stdout line that satisfies `match`. */
   line(match: (line: string) => boolean): Promise<string>;
-  /** Resolves when the process exits, with its code and signal, stdout and stderr. */
+  /** Resolves when the process has exited and its output is fully read, with code, signal, stdout and stderr. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
 }
 
@@ -40,7 +40,8 @@ export function startWorker(script: string, args: readonly string[]): Worker {
   });
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) =>
-    child.on("exit", (code, signal) => resolve({ code, signal, stdout, stderr })));
+    // "close", not "exit": at "exit" the last lines of stdout may still be unread.
+    child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr })));
   return {
     child,
     exited,
