@@ -1,0 +1,487 @@
+/**
+ * The framework-free core of the `Idempotency-Key` middleware. The Connect adapter
+ * (`./node.ts`) and the Hono adapter (`./hono.ts`) translate requests and responses and
+ * call exactly these steps, in this order:
+ *
+ *   checkKey → (read the body) → begin → run the handler → finish | abandon
+ *
+ * - `checkKey` decides whether the request is handled at all and validates the header.
+ * - `begin` claims the key in the ledger, or answers without running the handler: a
+ *   replay of the stored response, 409 (the first request is still running), 422 (the key
+ *   was used for a different request), 503 (the ledger is unavailable).
+ * - `finish` stores the handler's response as the record's result (state `completed`)
+ *   BEFORE the adapter sends it, so a reply lost on the wire is still replayable.
+ * - `abandon` releases the claim (compare-and-set delete) so a retry runs the handler again.
+ *
+ * The full semantics, and the one window no generic middleware can close, are in
+ * docs/server.md and in the doc comment of `./index.ts`.
+ */
+import { createHash } from "node:crypto";
+import { hostname } from "node:os";
+import { canonicalJson, sha256Hex } from "../core/keys.js";
+import { isEffectgateError } from "../core/errors.js";
+import type { Json } from "../core/tool.js";
+import type { CallRecord, Ledger } from "../ledger/contract.js";
+
+/** 24 hours: how long a key is remembered, as Stripe does. */
+export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000;
+/** How long an in-progress claim lasts without renewal; renewed every third of it while the handler runs. */
+export const DEFAULT_LEASE_MS = 30_000;
+export const DEFAULT_HEADER = "Idempotency-Key";
+/** Longest accepted key, in characters. */
+export const MAX_KEY_LENGTH = 255;
+/** Largest request body read for fingerprinting (1 MiB). */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/** The header set on a replayed response. */
+export const REPLAYED_HEADER = "Idempotent-Replayed";
+/** Seconds a 409 asks the client to wait before retrying. */
+const RETRY_AFTER_SECONDS = 1;
+/** How often `begin` retries after a race (an expired key removed under it). */
+const MAX_BEGIN_ROUNDS = 3;
+
+/** Methods whose key is required by default; a key sent on them is always honoured. */
+const KEYED_METHODS: ReadonlySet<string> = new Set(["POST", "PATCH"]);
+
+/**
+ * Response headers never stored nor replayed: hop-by-hop headers, framing that the server
+ * recomputes, the date, cookies (a session must not be re-issued by a replay) and our own.
+ */
+const UNSTORED_HEADERS: ReadonlySet<string> = new Set([
+  "connection", "keep-alive", "transfer-encoding", "upgrade", "te", "trailer", "proxy-authenticate",
+  "proxy-authorization", "content-length", "date", "set-cookie", REPLAYED_HEADER.toLowerCase(),
+]);
+
+/** Where in the middleware something went wrong, for `onError`. Never carries a body. */
+export interface IdempotencyErrorContext {
+  readonly phase: "claim" | "renew" | "store" | "release" | "handler" | "replay";
+  readonly tenant: string;
+  readonly key: string;
+}
+
+/**
+ * Options shared by both adapters. `Req` is what `required` and `clientId` receive: the
+ * node `IncomingMessage` (or Express `Request`) for the Connect middleware, the Hono `Context`
+ * for the Hono one.
+ */
+export interface IdempotencyOptions<Req> {
+  /** Where keys and stored responses live: any effectgate ledger (memory, SQLite, PostgreSQL). */
+  readonly ledger: Ledger;
+  /** How long a key is remembered (default 24 h). An expired key is removed and then acts as new. */
+  readonly ttlMs?: number;
+  /** The request header carrying the key (default "Idempotency-Key"). */
+  readonly header?: string;
+  /**
+   * Whether a request must carry a key. Default: POST and PATCH must; every other method passes
+   * through untouched. A POST or PATCH that need not carry a key still has it honoured when sent.
+   */
+  readonly required?: boolean | ((req: Req) => boolean);
+  /**
+   * Who the caller is: keys are scoped per client, so two clients never share one. Default: the
+   * SHA-256 of the Authorization header, or "anonymous" without one. Return the authenticated
+   * account id instead where tokens rotate, or a retry after a token refresh runs again.
+   */
+  readonly clientId?: (req: Req) => string | Promise<string>;
+  /** Lease of the in-progress claim (default 30 s), renewed while the handler runs. */
+  readonly leaseMs?: number;
+  /** Largest request body read for fingerprinting (default 1 MiB); larger ones get 413. */
+  readonly maxBodyBytes?: number;
+  /**
+   * Whether a response with this status is stored and replayed. Default: everything except 5xx,
+   * 408 and 429; a response that is not stored releases the key, so a retry runs the handler again.
+   */
+  readonly storeResponse?: (status: number) => boolean;
+  /** The clock keys expire by (epoch ms). Default: the ledger's own clock (`ledger.now()`). */
+  readonly now?: () => number;
+  /** Told about failures the client does not see (a ledger write that failed after the handler ran). */
+  readonly onError?: (error: unknown, context: IdempotencyErrorContext) => void;
+}
+
+/** A complete HTTP response, as captured from a handler, stored, replayed or made up by the middleware. */
+export interface HttpResponse {
+  readonly status: number;
+  /** Lower-case names; a name may repeat. */
+  readonly headers: readonly (readonly [string, string])[];
+  readonly body: Buffer;
+}
+
+/** The request body, as the fingerprint sees it. */
+export type FingerprintBody =
+  | { readonly kind: "none" }
+  /** A parsed JSON body (or a body a framework already parsed into an object): compared by canonical JSON. */
+  | { readonly kind: "json"; readonly value: unknown }
+  /** Any other body, compared byte for byte. */
+  | { readonly kind: "bytes"; readonly bytes: Uint8Array };
+
+/** A request that carries a valid key. */
+export interface KeyedRequest {
+  readonly key: string;
+  /** The ledger tenant: `http:` + the client id. */
+  readonly tenant: string;
+  readonly method: string;
+  /** Path and query, e.g. `/charges?expand=customer`. */
+  readonly path: string;
+  /** Path without the query: names the ledger record's tool (`http:POST /charges`). */
+  readonly pathname: string;
+  readonly body: FingerprintBody;
+}
+
+export type KeyCheck =
+  /** Not handled: run the handler untouched. */
+  | { readonly kind: "pass" }
+  | { readonly kind: "reject"; readonly response: HttpResponse }
+  | { readonly kind: "keyed"; readonly key: string };
+
+/** The claim a request holds while its handler runs. */
+export interface HeldClaim {
+  readonly tenant: string;
+  readonly key: string;
+  /** Set once the claim is finished, abandoned or lost: later steps do nothing. */
+  settled: boolean;
+  /** @internal */
+  readonly version: number;
+  /** @internal */
+  readonly owner: string;
+  /** @internal */
+  timer: ReturnType<typeof setInterval> | undefined;
+}
+
+export type Begin =
+  /** Answer with this and do not run the handler (a replay, or an error). */
+  | { readonly kind: "respond"; readonly response: HttpResponse }
+  /** The key is ours: run the handler, then `finish` or `abandon`. */
+  | { readonly kind: "run"; readonly claim: HeldClaim };
+
+/** What the stored record's `input` holds: never the body itself, only its digest. */
+interface StoredInput {
+  readonly method: string;
+  readonly path: string;
+  readonly body: string;
+}
+
+export interface IdempotencyCore<Req> {
+  readonly header: string;
+  /** Whether to handle the request, and its key. `values` are the header's values (one per header line). */
+  checkKey(req: Req, method: string, values: readonly string[] | undefined): KeyCheck;
+  /** The ledger tenant for the request's client. */
+  tenantOf(req: Req): Promise<string>;
+  readonly maxBodyBytes: number;
+  begin(request: KeyedRequest): Promise<Begin>;
+  /** Stores the response (or releases the key when it is not to be stored). True when stored. Never throws. */
+  finish(claim: HeldClaim, response: HttpResponse): Promise<boolean>;
+  /** Releases the key so a retry runs the handler again. Never throws. */
+  abandon(claim: HeldClaim): Promise<void>;
+  /** Stops renewing the claim's lease: it runs out after `leaseMs` unless finished sooner. */
+  stopRenewing(claim: HeldClaim): void;
+  /** Passes an error to `onError` (a throwing hook is ignored). */
+  report(error: unknown, context: IdempotencyErrorContext): void;
+}
+
+let ownerSeq = 0;
+const OWNER_PREFIX = `http:${hostname()}:${process.pid}`;
+
+export function createIdempotencyCore<Req>(
+  options: IdempotencyOptions<Req>,
+  defaults: { readonly authorization: (req: Req) => string | undefined },
+): IdempotencyCore<Req> {
+  const { ledger } = options;
+  const ttlMs = positive(options.ttlMs, DEFAULT_TTL_MS, "ttlMs");
+  const leaseMs = positive(options.leaseMs, DEFAULT_LEASE_MS, "leaseMs");
+  const maxBodyBytes = positive(options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, "maxBodyBytes");
+  const header = options.header ?? DEFAULT_HEADER;
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header)) throw new TypeError(`header: ${JSON.stringify(header)} is not a valid header name`);
+  const required = options.required;
+  const isRequired = (req: Req, method: string): boolean =>
+    typeof required === "function" ? required(req) : required ?? KEYED_METHODS.has(method);
+  const storeResponse = options.storeResponse ?? defaultStoreResponse;
+  const clientId = options.clientId ?? ((req: Req) => {
+    const authorization = defaults.authorization(req);
+    return authorization === undefined || authorization === "" ? "anonymous" : sha256Hex(authorization);
+  });
+  const report = (error: unknown, context: IdempotencyErrorContext) => {
+    try {
+      options.onError?.(error, context);
+    } catch {
+      // A failing error hook must not break the request.
+    }
+  };
+  const now = async (): Promise<number> => (options.now ? options.now() : ledger.now());
+
+  function checkKey(req: Req, method: string, values: readonly string[] | undefined): KeyCheck {
+    const mustHave = isRequired(req, method);
+    if (values === undefined || values.length === 0) {
+      return mustHave
+        ? reject(400, "idempotency_key_missing", `This request needs an ${header} header: send a unique key (a UUID) and reuse it when you retry.`, { header })
+        : { kind: "pass" };
+    }
+    if (!mustHave && !KEYED_METHODS.has(method)) return { kind: "pass" };
+    if (values.length > 1) return reject(400, "idempotency_key_invalid", `Send exactly one ${header} header.`, { header });
+    const key = unquote(values[0] ?? "");
+    if (key.length === 0) return reject(400, "idempotency_key_invalid", `The ${header} header is empty.`, { header });
+    if (key.length > MAX_KEY_LENGTH) {
+      return reject(400, "idempotency_key_invalid", `The ${header} header is ${key.length} characters long; at most ${MAX_KEY_LENGTH} are accepted.`, { header });
+    }
+    return { kind: "keyed", key };
+  }
+
+  async function tenantOf(req: Req): Promise<string> {
+    return `http:${await clientId(req)}`;
+  }
+
+  function hold(record: CallRecord, owner: string): HeldClaim {
+    const claim: HeldClaim = { tenant: record.tenant, key: record.key, version: record.version, owner, settled: false, timer: undefined };
+    let renewing = false;
+    claim.timer = setInterval(() => {
+      if (renewing || claim.settled) return;
+      renewing = true;
+      ledger.renewLease(claim.tenant, claim.key, claim.version, claim.owner, leaseMs).then(
+        (held) => {
+          renewing = false;
+          if (!held && !claim.settled) {
+            stopRenewing(claim);
+            report(new Error(`the claim on key ${claim.key} was lost (its lease ran out and another request took it over)`), { phase: "renew", tenant: claim.tenant, key: claim.key });
+          }
+        },
+        (err: unknown) => {
+          renewing = false;
+          report(err, { phase: "renew", tenant: claim.tenant, key: claim.key });
+        },
+      );
+    }, Math.max(1, Math.floor(leaseMs / 3)));
+    claim.timer.unref();
+    return claim;
+  }
+
+  function stopRenewing(claim: HeldClaim): void {
+    if (claim.timer !== undefined) clearInterval(claim.timer);
+    claim.timer = undefined;
+  }
+
+  async function begin(request: KeyedRequest): Promise<Begin> {
+    const bodyDigest = digestBody(request.body);
+    const input: StoredInput = { method: request.method, path: request.path, body: bodyDigest };
+    const fingerprint = sha256Hex(canonicalJson(input));
+    const owner = `${OWNER_PREFIX}:${++ownerSeq}`;
+    const context = { phase: "claim", tenant: request.tenant, key: request.key } as const;
+    try {
+      for (let round = 0; round < MAX_BEGIN_ROUNDS; round++) {
+        const claimed = await ledger.claim({
+          tenant: request.tenant, key: request.key, tool: `http:${request.method} ${request.pathname}`, effect: "write",
+          task: "http", toolUseId: request.key, fingerprint, input: { ...input }, inputRedacted: true, owner, leaseMs,
+        });
+        const record = claimed.record;
+        if (claimed.claimed) return { kind: "run", claim: hold(record, owner) };
+
+        if (record.state !== "in_progress" && record.createdAt + ttlMs <= (await now())) {
+          // Expired: remove it (compare-and-set, so a concurrent twin removes it at most once) and claim afresh.
+          await ledger.remove(record.tenant, record.key, record.version);
+          continue;
+        }
+        if (record.fingerprint !== fingerprint) return { kind: "respond", response: mismatch(record, input) };
+        switch (record.state) {
+          case "completed": {
+            const stored = decodeResponse(record.result);
+            if (stored === undefined) {
+              report(new Error(`the stored response of key ${record.key} is unreadable`), { ...context, phase: "replay" });
+              return respond(500, "idempotency_record_unreadable", `The response stored for this ${header} cannot be read; nothing was executed. An operator has to look at it.`);
+            }
+            return { kind: "respond", response: { ...stored, headers: [...stored.headers, [REPLAYED_HEADER.toLowerCase(), "true"]] } };
+          }
+          case "in_progress": {
+            // The holder's lease ran out (its process died, or it lost its client and gave up): take the key over.
+            const expired = record.owner === null || record.leaseExpiresAt === null || record.leaseExpiresAt <= (await ledger.now());
+            const taken = expired ? await ledger.takeOver({ tenant: record.tenant, key: record.key, version: record.version, owner, leaseMs }) : undefined;
+            if (taken) return { kind: "run", claim: hold(taken, owner) };
+            return respond(409, "idempotency_key_in_use",
+              `A request with this ${header} is still being processed. Retry later with the same key to get its response.`, {}, true);
+          }
+          default:
+            return respond(409, "idempotency_key_unsettled",
+              `The request with this ${header} is in state "${record.state}"; an operator has to settle it before the key can be answered.`);
+        }
+      }
+      return respond(409, "idempotency_key_in_use", `This ${header} is contended; retry with the same key.`, {}, true);
+    } catch (err) {
+      report(err, context);
+      if (isEffectgateError(err, "EG_LEDGER_UNAVAILABLE")) {
+        return respond(503, "idempotency_ledger_unavailable", "The idempotency ledger is unavailable; nothing was executed. Retry with the same key.", {}, true);
+      }
+      return respond(500, "idempotency_ledger_error", "The idempotency ledger failed; nothing was executed. Retry with the same key later.");
+    }
+  }
+
+  async function finish(claim: HeldClaim, response: HttpResponse): Promise<boolean> {
+    if (claim.settled) return false;
+    if (!storeResponse(response.status)) {
+      await abandon(claim);
+      return false;
+    }
+    claim.settled = true;
+    stopRenewing(claim);
+    try {
+      const stored = await ledger.update(claim.tenant, claim.key, claim.version, { state: "completed", result: encodeResponse(response), owner: null });
+      if (stored) return true;
+      report(new Error(`the response of key ${claim.key} was not stored: the claim was taken over meanwhile`), { phase: "store", tenant: claim.tenant, key: claim.key });
+    } catch (err) {
+      report(err, { phase: "store", tenant: claim.tenant, key: claim.key });
+    }
+    return false;
+  }
+
+  async function abandon(claim: HeldClaim): Promise<void> {
+    if (claim.settled) return;
+    claim.settled = true;
+    stopRenewing(claim);
+    try {
+      await ledger.remove(claim.tenant, claim.key, claim.version);
+    } catch (err) {
+      report(err, { phase: "release", tenant: claim.tenant, key: claim.key });
+    }
+  }
+
+  function respond(status: number, code: string, detail: string, extra: Record<string, Json> = {}, retryAfter = false): Begin {
+    return { kind: "respond", response: problem(status, code, detail, extra, retryAfter) };
+  }
+
+  function reject(status: number, code: string, detail: string, extra: Record<string, Json> = {}): KeyCheck {
+    return { kind: "reject", response: problem(status, code, detail, extra) };
+  }
+
+  function mismatch(record: CallRecord, input: StoredInput): HttpResponse {
+    const first = record.input as Partial<Record<keyof StoredInput, unknown>> | null;
+    const differs = (["method", "path", "body"] as const).filter((field) => first?.[field] !== input[field]);
+    const what = differs.length > 0 ? differs : ["method", "path", "body"];
+    return problem(422, "idempotency_key_mismatch",
+      `This ${header} was already used for a different request (its ${what.join(" and ")} differ${what.length === 1 ? "s" : ""}). ` +
+        "Use a new key for a new request; the first request's response is not returned.",
+      { mismatch: what });
+  }
+
+  return { header, checkKey, tenantOf, maxBodyBytes, begin, finish, abandon, stopRenewing, report };
+}
+
+/** Default `storeResponse`: store definite answers; 5xx, 408 and 429 say "try again", so the key is released. */
+export function defaultStoreResponse(status: number): boolean {
+  return status < 500 && status !== 408 && status !== 429;
+}
+
+/** An RFC 9457 problem response (`application/problem+json`), with a stable `code` member. */
+export function problem(status: number, code: string, detail: string, extra: Record<string, Json> = {}, retryAfter = false): HttpResponse {
+  const body = Buffer.from(JSON.stringify({ type: "about:blank", title: STATUS_TITLES[status] ?? "Error", status, code, detail, ...extra }));
+  const headers: [string, string][] = [["content-type", "application/problem+json"]];
+  if (retryAfter) headers.push(["retry-after", String(RETRY_AFTER_SECONDS)]);
+  return { status, headers, body };
+}
+
+const STATUS_TITLES: Readonly<Record<number, string>> = {
+  400: "Bad Request", 409: "Conflict", 413: "Content Too Large", 422: "Unprocessable Content",
+  500: "Internal Server Error", 503: "Service Unavailable",
+};
+
+/** Whether a content type is JSON (`application/json`, `application/*+json`). */
+export function isJsonContentType(contentType: string | undefined | null): boolean {
+  if (!contentType) return false;
+  const type = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
+  return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
+}
+
+/**
+ * The fingerprint body of raw request bytes: parsed JSON for a JSON content type (so key order
+ * and whitespace do not matter), the bytes otherwise. `undefined` for invalid JSON.
+ */
+export function bodyFromBytes(bytes: Buffer, contentType: string | undefined | null): { body: FingerprintBody; parsed?: unknown } | undefined {
+  if (bytes.length === 0) return { body: { kind: "none" } };
+  if (!isJsonContentType(contentType)) return { body: { kind: "bytes", bytes } };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  return { body: { kind: "json", value: parsed }, parsed };
+}
+
+/** The 400 for a JSON body that does not parse. */
+export function invalidJson(): HttpResponse {
+  return problem(400, "invalid_json", "The request body is not valid JSON.");
+}
+
+export function clientIdFailed(): HttpResponse {
+  return problem(500, "idempotency_client_unknown", "The caller could not be identified; nothing was executed.");
+}
+
+export function bodyTooLarge(limit: number): HttpResponse {
+  return problem(413, "body_too_large", `The request body is larger than ${limit} bytes.`);
+}
+
+export function handlerFailed(header: string): HttpResponse {
+  return problem(500, "handler_failed", `The request failed before it produced a response. Its ${header} was released: a retry with the same key runs it again.`);
+}
+
+function digestBody(body: FingerprintBody): string {
+  switch (body.kind) {
+    case "none":
+      return "none";
+    case "json":
+      return `json:${sha256Hex(canonicalJson(body.value))}`;
+    case "bytes":
+      return `bytes:${createHash("sha256").update(body.bytes).digest("hex")}`;
+  }
+}
+
+/** A header value in the IETF draft's form is a structured-field string (`"abc"`); Stripe's clients send it bare. Both name the same key. */
+function unquote(value: string): string {
+  const trimmed = value.trim();
+  if (trimmed.length >= 2 && trimmed.startsWith('"') && trimmed.endsWith('"')) return trimmed.slice(1, -1).replace(/\\(["\\])/g, "$1");
+  return trimmed;
+}
+
+function positive(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`${name} must be a positive number of ${name === "maxBodyBytes" ? "bytes" : "milliseconds"}, got ${value}`);
+  return value;
+}
+
+/** Keeps the headers worth replaying, lower-cased. */
+export function storableHeaders(entries: Iterable<readonly [string, string | number | readonly string[] | undefined]>): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [rawName, value] of entries) {
+    const name = rawName.toLowerCase();
+    if (value === undefined || UNSTORED_HEADERS.has(name)) continue;
+    if (Array.isArray(value)) for (const v of value as readonly string[]) out.push([name, String(v)]);
+    else out.push([name, String(value)]);
+  }
+  return out;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The response as a ledger result: text bodies stay readable, others are base64. */
+export function encodeResponse(response: HttpResponse): Json {
+  let body: string;
+  let encoding: "utf8" | "base64";
+  try {
+    body = utf8.decode(response.body);
+    encoding = "utf8";
+  } catch {
+    body = response.body.toString("base64");
+    encoding = "base64";
+  }
+  return { status: response.status, headers: response.headers.map(([n, v]) => [n, v]), body, encoding };
+}
+
+export function decodeResponse(result: Json | null): HttpResponse | undefined {
+  if (result === null || typeof result !== "object" || Array.isArray(result)) return undefined;
+  const { status, headers, body, encoding } = result;
+  if (typeof status !== "number" || typeof body !== "string" || (encoding !== "utf8" && encoding !== "base64") || !Array.isArray(headers)) return undefined;
+  const pairs: [string, string][] = [];
+  for (const pair of headers) {
+    if (!Array.isArray(pair) || typeof pair[0] !== "string" || typeof pair[1] !== "string") return undefined;
+    pairs.push([pair[0], pair[1]]);
+  }
+  return { status, headers: pairs, body: Buffer.from(body, encoding) };
+}
+
+/** Statuses whose responses carry no body (a Fetch `Response` refuses one). */
+export function isNullBodyStatus(status: number): boolean {
+  return status === 101 || status === 204 || status === 205 || status === 304;
+}
