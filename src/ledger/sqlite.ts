@@ -10,7 +10,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { EffectgateError, messageOf } from "../core/errors.js";
-import { allowedFrom, assertTransition, isCallState } from "../core/states.js";
+import { allowedFrom, assertTransition, CALL_STATES, isCallState, type CallState } from "../core/states.js";
 import { EFFECT_CLASSES, type EffectClass, type Json } from "../core/tool.js";
 import type { CallRecord, ClaimRequest, ClaimResult, Ledger, ListQuery, RecordUpdate, TakeOverRequest } from "./contract.js";
 
@@ -29,19 +29,23 @@ export interface SqliteLedgerOptions {
 }
 
 /** Append-only: never edit a shipped migration, add the next one. */
+// Shaped for few pages per commit, since each page is a WAL frame that the commit's fsync
+// must write: a rowid table (new rows land on the same rightmost page, in creation order, so
+// listing needs no extra index) with a unique (tenant, key) index, and partial indexes that
+// hold only the few unsettled or attention-needing calls.
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE calls (
+     id INTEGER PRIMARY KEY,
      tenant TEXT NOT NULL, key TEXT NOT NULL, tool TEXT NOT NULL, effect TEXT NOT NULL,
      task TEXT NOT NULL, tool_use_id TEXT NOT NULL, fingerprint TEXT NOT NULL,
      input TEXT NOT NULL, input_redacted INTEGER NOT NULL, state TEXT NOT NULL,
      result TEXT, error TEXT, owner TEXT, lease_expires_at INTEGER,
      attempts INTEGER NOT NULL, version INTEGER NOT NULL,
      created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
-     PRIMARY KEY (tenant, key)
-   ) WITHOUT ROWID;
+     UNIQUE (tenant, key)
+   );
    CREATE INDEX calls_unsettled ON calls (state, lease_expires_at) WHERE state IN ('in_progress', 'uncertain');
-   CREATE INDEX calls_by_state ON calls (state, created_at);
-   CREATE INDEX calls_by_key ON calls (key);
+   CREATE INDEX calls_attention ON calls (state) WHERE state IN ('needs_human', 'compensation_failed');
    CREATE TABLE checkpoints (
      tenant TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, updated_at INTEGER NOT NULL,
      PRIMARY KEY (tenant, id)
@@ -106,6 +110,8 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
         } else {
           conn.pragma("journal_mode = WAL");
           conn.pragma(`synchronous = ${options.durability === "process" ? "NORMAL" : "FULL"}`);
+        // After a checkpoint the WAL is truncated back to this size instead of staying at its peak.
+        conn.pragma("journal_size_limit = 8388608");
           migrate(conn);
         }
         statements = prepare(conn);
@@ -191,12 +197,12 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
       const s = open();
       return guard("claim a call", () => {
         const now = Date.now();
-        const inserted = s.claim.get({
+        const [inserted] = s.claim.all({
           tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect,
           task: request.task, tool_use_id: request.toolUseId, fingerprint: request.fingerprint,
           input: JSON.stringify(request.input), input_redacted: request.inputRedacted ? 1 : 0,
           owner: request.owner, lease_expires_at: now + request.leaseMs, now,
-        }) as Row | undefined;
+        }) as Row[];
         if (inserted) return { claimed: true, record: decode(inserted) };
         const existing = s.get.get(request.tenant, request.key) as Row | undefined;
         if (!existing) throw new Error("claim conflicted but the record is not there");
@@ -213,7 +219,7 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
     async update(tenant: string, key: string, version: number, update: RecordUpdate) {
       const s = open();
       return guard("record a call's outcome", () => {
-        const row = s.update.get({
+        const [row] = s.update[update.state].all({
           tenant, key, version, state: update.state, now: Date.now(),
           set_result: update.result === undefined ? 0 : 1,
           result: update.result === undefined || update.result === null ? null : JSON.stringify(update.result),
@@ -223,8 +229,7 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
           owner: update.owner ?? null,
           lease_ms: update.leaseMs ?? null,
           count_attempt: update.countAttempt ? 1 : 0,
-          from_states: JSON.stringify(allowedFrom(update.state)),
-        }) as Row | undefined;
+        }) as Row[];
         if (row) return decode(row);
         // Not written: a stale version (normal under races), or a move the state table forbids (a bug: say so).
         const current = s.get.get(tenant, key) as Row | undefined;
@@ -235,10 +240,10 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
     async takeOver(request: TakeOverRequest) {
       const s = open();
       return guard("take over a call", () => {
-        const row = s.takeOver.get({
+        const [row] = s.takeOver.all({
           tenant: request.tenant, key: request.key, version: request.version, owner: request.owner,
           lease_ms: request.leaseMs, now: Date.now(), dead: request.holderIsDead ? 1 : 0,
-        }) as Row | undefined;
+        }) as Row[];
         return row && decode(row);
       });
     },
@@ -286,6 +291,9 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
   };
 }
 
+// Statements that write run with .all(), never .get(): .get() resets the statement after the
+// first row without stepping it to the end, and SQLite only auto-checkpoints the WAL from a
+// step that completes, so with .get() the WAL grows without bound and every fsync gets slower.
 function prepare(db: Database.Database) {
   return {
     claim: db.prepare(
@@ -296,7 +304,8 @@ function prepare(db: Database.Database) {
        ON CONFLICT (tenant, key) DO NOTHING RETURNING *`,
     ),
     get: db.prepare(`SELECT * FROM calls WHERE tenant = ? AND key = ?`),
-    update: db.prepare(
+    // One statement per target state, its allowed-from states spelled out (src/core/states.ts).
+    update: Object.fromEntries(CALL_STATES.map((to) => [to, db.prepare(
       `UPDATE calls SET
          state = @state,
          result = CASE WHEN @set_result THEN @result ELSE result END,
@@ -310,8 +319,8 @@ function prepare(db: Database.Database) {
          version = version + 1,
          updated_at = @now
        WHERE tenant = @tenant AND key = @key AND version = @version
-         AND state IN (SELECT value FROM json_each(@from_states)) RETURNING *`,
-    ),
+         AND state IN (${allowedFrom(to).map((from) => `'${from}'`).join(", ") || "NULL"}) RETURNING *`,
+    )])) as Record<CallState, Database.Statement>,
     takeOver: db.prepare(
       `UPDATE calls SET owner = @owner, lease_expires_at = @now + @lease_ms, version = version + 1, updated_at = @now
        WHERE tenant = @tenant AND key = @key AND version = @version
@@ -328,7 +337,7 @@ function prepare(db: Database.Database) {
       `SELECT * FROM calls
        WHERE (@tenant IS NULL OR tenant = @tenant) AND (@state IS NULL OR state = @state) AND (@tool IS NULL OR tool = @tool)
          AND (@key IS NULL OR key = @key)
-       ORDER BY created_at, tenant, key LIMIT @limit`,
+       ORDER BY id LIMIT @limit`,
     ),
     unsettled: db.prepare(
       `SELECT * FROM calls WHERE state = 'uncertain'

@@ -1,4 +1,4 @@
-import { writeFileSync, readFileSync, existsSync } from "node:fs";
+import { writeFileSync, readFileSync, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -94,5 +94,17 @@ describe("sqlite ledger files", () => {
     expect((await ro.get("acme", "toolu_1"))?.state).toBe("in_progress");
     await expect(ro.claim(claimRequest({ key: "new" }))).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: .*readonly/);
     await ro.close();
+  });
+
+  it("keeps its WAL bounded: writes are checkpointed as they go, not left to grow with the ledger", async () => {
+    const file = join(dir, "wal-bound.db");
+    const ledger = sqliteLedger(file, { durability: "process" });
+    for (let i = 0; i < 3000; i++) {
+      const { record } = await ledger.claim(claimRequest({ key: `k${i}` }));
+      await ledger.update("acme", `k${i}`, record.version, { state: "completed", result: { i }, owner: null });
+    }
+    // 3,000 calls write ~6,000 commits of several pages each; without checkpoints the WAL passes 40 MB.
+    expect(statSync(`${file}-wal`).size).toBeLessThan(8 * 1024 * 1024);
+    await ledger.close();
   });
 });
