@@ -78,7 +78,16 @@ async function attempt(rt: Runtime, call: Call, start: CallRecord, lease: LeaseK
       rt.abandoned.add(outcome.controller);
       void late.settled.then(() => rt.abandoned.delete(outcome.controller));
     }
-    const verdict = await probeUntilKnown(call, record, policy.probe, late);
+    let verdict = await probeUntilKnown(call, record, policy.probe, late);
+    if (verdict.kind === "absent" && late && !late.value && outcome.status === "timeout") {
+      // "Absent" while the first request may still be on its way is not yet an answer: a
+      // downstream that ignores keys would apply both. Cancel the first request, let it settle,
+      // then ask again; only an "absent" after that allows the re-run.
+      outcome.controller.abort(new ToolTimeout(why));
+      await Promise.race([late.settled, sleep(policy.probe.maxDelayMs)]);
+      await sleep(policy.probe.initialDelayMs);
+      verdict = await probeUntilKnown(call, record, policy.probe, late);
+    }
     if (verdict.kind === "done") return recordSuccess(rt, call, record, toJson(verdict.result));
     if (verdict.kind === "absent" && !reranAfterProbe) {
       reranAfterProbe = true;

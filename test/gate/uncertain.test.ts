@@ -107,6 +107,27 @@ describe("a timeout is not a failure", () => {
     expect(r!.content).toMatch(/^EG_NEEDS_HUMAN: .*the probe said absent again after a re-run/);
   });
 
+  it("an 'absent' while the first request may still arrive is checked again after cancelling it: no second effect", async () => {
+    const ledger = memoryLedger();
+    const applied: string[] = [];
+    const tool = defineTool({
+      name: "book_room", effect: "write", input: z.object({ room: z.string() }),
+      // A downstream that ignores keys; the first request reaches it only as the client gives up on it.
+      execute: (_i, ctx) => new Promise((_resolve, reject) => {
+        if (ctx.attempt > 1) return void (applied.push(`${ctx.idempotencyKey}#${ctx.attempt}`), _resolve({ booked: ctx.attempt }));
+        ctx.signal.addEventListener("abort", () => {
+          applied.push(`${ctx.idempotencyKey}#${ctx.attempt}`);
+          reject(new Error("aborted by the client"));
+        });
+      }),
+      probe: async (_i, ctx) => (applied.some((a) => a.startsWith(`${ctx.idempotencyKey}#`)) ? { status: "done", result: { booked: "found by probe" } } : { status: "absent" }),
+    });
+    const gate = createGate({ ...fast, ledger, tools: [tool] });
+    const [r] = await gate.runToolUses(book(), scope);
+    expect(applied).toEqual(["toolu_b#1"]);
+    expect(r).toMatchObject({ is_error: false, content: '{"booked":"found by probe"}' });
+  });
+
   it("a late reply during the probe loop is taken as the answer", async () => {
     const ledger = memoryLedger();
     const job = slowJob();
@@ -211,9 +232,13 @@ describe("retries by effect class", () => {
 
   it("destructive: no automatic retry even when the request never left", async () => {
     let tries = 0;
-    const tool = defineTool({ name: "delete_account", effect: "destructive", input: z.object({}), execute: () => (tries++, Promise.reject(connRefused())) });
+    const tool = defineTool({
+      name: "delete_account", effect: "destructive", input: z.object({}), execute: () => (tries++, Promise.reject(connRefused())),
+      dryRun: () => ({ effect: "would_delete", would_affect: { account: "acc_1" }, reversible: false }),
+    });
     const ledger = memoryLedger();
-    const gate = createGate({ ...opts, ledger, tools: [tool] });
+    // Destructive calls need approval: an approver callback gives it, so the call runs now.
+    const gate = createGate({ ...opts, ledger, tools: [tool], approver: () => ({ approve: true, by: "test" }) });
     const [r] = await gate.runToolUses([toolUse("d1", "delete_account", {})], scope);
     expect(tries).toBe(1);
     expect(r!.content).toMatch(/^EG_TOOL_FAILED: delete_account failed: connect ECONNREFUSED .*never reached the downstream; nothing happened/);
@@ -237,7 +262,8 @@ describe("retries by effect class", () => {
   });
 
   it("defineTool refuses retries on a destructive tool", () => {
-    expect(() => defineTool({ name: "x", effect: "destructive", input: z.object({}), execute: () => 1, retry: { attempts: 3 } }))
+    const dryRun = () => ({ effect: "would_delete", would_affect: {}, reversible: false });
+    expect(() => defineTool({ name: "x", effect: "destructive", input: z.object({}), execute: () => 1, dryRun, retry: { attempts: 3 } }))
       .toThrow(/destructive tools are never retried automatically/);
   });
 });
