@@ -4,6 +4,8 @@
  * (or file), same table shape and indexes, in the same run. A gated write of a fresh key is
  * exactly those two statements (claim, then record the outcome), so gated/raw is the price
  * of the gate itself: key, fingerprint, validation, JSON, decoding rows, the lease timer.
+ * The raw statements are sent unprepared (they are short and cheap to plan); the ledger
+ * prepares its own, and one more set of PostgreSQL rows shows it with preparedStatements: false.
  *
  *   npm run bench:postgres -- [--pg=URL] [--calls=N] [--quick] [--out=FILE]
  *
@@ -29,6 +31,8 @@ const url = arg("pg") ?? process.env.EFFECTGATE_BENCH_PG_URL ?? process.env.EFFE
 const CALLS = Number(arg("calls") ?? (quick ? 300 : 3000));
 const WARMUP = quick ? 30 : 200;
 const CONCURRENCY = [1, 8, 64] as const;
+/** Gated and raw runs alternate in this many blocks each. */
+const BLOCKS = 10;
 /** Connections per PostgreSQL pool: the same for the gated and the raw runs. */
 const poolSizeFor = (concurrency: number) => Math.min(concurrency, 16);
 
@@ -47,19 +51,37 @@ const INPUT = { title: "Printer on fire", priority: 2 };
 const INPUT_JSON = JSON.stringify(INPUT);
 const RESULT_JSON = JSON.stringify(TICKET);
 
-/** Runs `total` jobs on `concurrency` async workers; returns jobs per second. */
-async function throughput(total: number, concurrency: number, job: (i: number) => Promise<void>): Promise<number> {
-  let next = 0;
+/** Runs jobs `from`..`to`-1 on `concurrency` async workers; returns the seconds it took. */
+async function timed(from: number, to: number, concurrency: number, job: (i: number) => Promise<void>): Promise<number> {
+  let next = from;
   const start = process.hrtime.bigint();
   await Promise.all(Array.from({ length: concurrency }, async () => {
-    for (let i = next++; i < total; i = next++) await job(i);
+    for (let i = next++; i < to; i = next++) await job(i);
   }));
-  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  return total / seconds;
+  return Number(process.hrtime.bigint() - start) / 1e9;
+}
+
+/**
+ * Warms both up, then alternates blocks of gated calls and raw pairs (BLOCKS of each), so a
+ * slow moment of the disk or the server lands on both sides alike. Returns calls per second.
+ */
+async function compare(concurrency: number, gatedCall: (i: number) => Promise<void>, rawPair: (i: number) => Promise<void>) {
+  await timed(-WARMUP, 0, concurrency, gatedCall);
+  await timed(-WARMUP, 0, concurrency, rawPair);
+  let gatedSeconds = 0;
+  let rawSeconds = 0;
+  const block = Math.ceil(CALLS / BLOCKS);
+  for (let from = 0; from < CALLS; from += block) {
+    const to = Math.min(CALLS, from + block);
+    gatedSeconds += await timed(from, to, concurrency, gatedCall);
+    rawSeconds += await timed(from, to, concurrency, rawPair);
+  }
+  return { gatedPerSecond: CALLS / gatedSeconds, rawPerSecond: CALLS / rawSeconds };
 }
 
 let run = 0;
-async function gated(ledger: Ledger, concurrency: number): Promise<number> {
+/** A gate on `ledger` and a function making one gated write call of a fresh key. */
+function gatedCalls(ledger: Ledger) {
   const gate = createGate({ tools: [createTicket], ledger, onAlert: (a) => { throw new Error(`alert: ${a.message}`); } });
   const tag = `r${run++}`;
   const call = async (i: number) => {
@@ -67,10 +89,7 @@ async function gated(ledger: Ledger, concurrency: number): Promise<number> {
     const [result] = await gate.runToolUses([block], SCOPE);
     if (!result || result.is_error) throw new Error(`gated call failed: ${result?.content ?? "no result"}`);
   };
-  await throughput(WARMUP, concurrency, (i) => call(-1 - i));
-  const perSecond = await throughput(CALLS, concurrency, call);
-  await gate.close();
-  return perSecond;
+  return { gate, call };
 }
 
 interface Row {
@@ -82,7 +101,8 @@ interface Row {
   readonly rawPerSecond: number;
 }
 
-async function postgresRows(durability: "fsync" | "process"): Promise<Row[]> {
+async function postgresRows(durability: "fsync" | "process", preparedStatements = true): Promise<Row[]> {
+  const label = preparedStatements ? "postgres" : "postgres, unprepared";
   const schema = `eg_bench_${randomBytes(4).toString("hex")}`;
   const admin = new pg.Pool({ connectionString: url, max: 1 });
   const rows: Row[] = [];
@@ -92,12 +112,9 @@ async function postgresRows(durability: "fsync" | "process"): Promise<Row[]> {
     await admin.query(`CREATE TABLE "${schema}".raw_calls (LIKE "${schema}".calls INCLUDING ALL)`);
     for (const concurrency of CONCURRENCY) {
       const connections = poolSizeFor(concurrency);
-      progress(`postgres ${durability} c=${concurrency}: gated`);
-      const ledger = postgresLedger({ connectionString: url, poolSize: connections }, { schema, durability });
-      const gatedPerSecond = await gated(ledger, concurrency);
-      await ledger.close();
-
-      progress(`postgres ${durability} c=${concurrency}: raw INSERT + UPDATE`);
+      progress(`${label} ${durability} c=${concurrency}`);
+      const ledger = postgresLedger({ connectionString: url, poolSize: connections }, { schema, durability, preparedStatements });
+      const { gate, call } = gatedCalls(ledger);
       const pool = new pg.Pool({
         connectionString: url, max: connections,
         ...(durability === "process" ? { options: "-c synchronous_commit=off" } : {}),
@@ -117,10 +134,11 @@ async function postgresRows(durability: "fsync" | "process"): Promise<Row[]> {
           [SCOPE.tenant, key, RESULT_JSON, Date.now()],
         );
       };
-      await throughput(WARMUP, concurrency, (i) => pair(-1 - i));
-      const rawPerSecond = await throughput(CALLS, concurrency, pair);
+      const figures = await compare(concurrency, call, pair);
+      await gate.close();
+      await ledger.close();
       await pool.end();
-      rows.push({ store: "postgres", durability, concurrency, connections, gatedPerSecond, rawPerSecond });
+      rows.push({ store: label, durability, concurrency, connections, ...figures });
     }
   } finally {
     await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
@@ -150,11 +168,9 @@ async function sqliteRows(dir: string, durability: "fsync" | "process"): Promise
      WHERE tenant = ? AND key = ? AND version = 1`,
   );
   for (const concurrency of CONCURRENCY) {
-    progress(`sqlite ${durability} c=${concurrency}: gated`);
+    progress(`sqlite ${durability} c=${concurrency}`);
     const ledger = sqliteLedger(ledgerFile, { durability });
-    const gatedPerSecond = await gated(ledger, concurrency);
-    await ledger.close();
-    progress(`sqlite ${durability} c=${concurrency}: raw INSERT + UPDATE`);
+    const { gate, call } = gatedCalls(ledger);
     const tag = `raw${run++}`;
     const pair = async (i: number) => {
       const key = `toolu_${tag}_${i}`;
@@ -162,9 +178,10 @@ async function sqliteRows(dir: string, durability: "fsync" | "process"): Promise
       insert.run(SCOPE.tenant, key, key, INPUT_JSON, now + 30_000, now, now);
       update.run(RESULT_JSON, Date.now(), SCOPE.tenant, key);
     };
-    await throughput(WARMUP, concurrency, (i) => pair(-1 - i));
-    const rawPerSecond = await throughput(CALLS, concurrency, pair);
-    rows.push({ store: "sqlite", durability, concurrency, connections: null, gatedPerSecond, rawPerSecond });
+    const figures = await compare(concurrency, call, pair);
+    await gate.close();
+    await ledger.close();
+    rows.push({ store: "sqlite", durability, concurrency, connections: null, ...figures });
   }
   raw.close();
   return rows;
@@ -192,11 +209,13 @@ async function main() {
     `node      ${process.version}, ${process.platform} ${process.arch}, ${cpus[0]?.model.trim() ?? "?"} × ${cpus.length}`,
     `postgres  ${where} (${await serverInfo()}); pool: ${CONCURRENCY.map((c) => `c=${c} → ${poolSizeFor(c)}`).join(", ")} connections`,
     `sqlite    files in ${dir} (WAL)`,
-    `calls     ${CALLS} timed per row after ${WARMUP} warm-up; a gated write of a fresh key = 1 INSERT (claim) + 1 UPDATE (outcome)`,
+    `calls     ${CALLS} gated calls and ${CALLS} raw pairs per row, alternating in ${BLOCKS} blocks each, after ${WARMUP} warm-up each; a gated write of a fresh key = 1 INSERT (claim) + 1 UPDATE (outcome)`,
   ].join("\n");
   const rows: Row[] = [];
   try {
     for (const durability of ["fsync", "process"] as const) rows.push(...(await postgresRows(durability)));
+    // The gate's statements planned afresh each time (preparedStatements: false, as behind PgBouncer in transaction mode).
+    rows.push(...(await postgresRows("fsync", false)));
     for (const durability of ["fsync", "process"] as const) rows.push(...(await sqliteRows(dir, durability)));
   } finally {
     rmSync(dir, { recursive: true, force: true });

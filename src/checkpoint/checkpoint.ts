@@ -28,7 +28,7 @@ export interface CheckpointStore {
 
 const checkpointSchema = z.object({
   format: z.literal("effectgate.checkpoint/1"),
-  scope: z.object({ tenant: z.string().min(1), task: z.string().min(1), agent: z.string().optional() }),
+  scope: z.object({ tenant: z.string().min(1), task: z.string().min(1), agent: z.string().optional(), session: z.string().min(1).optional(), saga: z.string().min(1).optional() }),
   messages: z.array(z.unknown()),
   counters: z.record(z.string(), z.number()),
   pendingToolUse: z.array(z.unknown()).nullable(),
@@ -58,7 +58,13 @@ export function decodeCheckpoint(text: string, location: string): AgentCheckpoin
   }
   const { scope, messages, counters, pendingToolUse } = parsed.data;
   return {
-    scope: scope.agent === undefined ? { tenant: scope.tenant, task: scope.task } : { tenant: scope.tenant, task: scope.task, agent: scope.agent },
+    scope: {
+      tenant: scope.tenant, task: scope.task,
+      ...(scope.agent === undefined ? {} : { agent: scope.agent }),
+      ...(scope.session === undefined ? {} : { session: scope.session }),
+      // A pending call tagged with a saga is answered inside its saga on resume (docs/sagas.md).
+      ...(scope.saga === undefined ? {} : { saga: scope.saga }),
+    },
     messages, counters, pendingToolUse,
   };
 }

@@ -13,6 +13,10 @@ import { CRASH_INTRO, CRASH_WAYS, isCrashWayName } from "../demo/crash-ways.js";
 import { DEFAULT_LEDGER_PATH } from "./defaults.js";
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./errors.js";
 import { hanging, wrap } from "./format.js";
+import { addGovernanceCommands } from "./governance-commands.js";
+import { addReconcileCommands } from "./reconcile-commands.js";
+import { addSagaCommands } from "./saga-commands.js";
+import { addBlastCommands } from "./demo-blast-command.js";
 
 // The commands' modules (SQLite driver, gate, demo) load only when a command runs, so --help stays fast.
 
@@ -65,6 +69,8 @@ Examples:
   effectgate ledger ls                          list the calls in .effectgate/ledger.db
   effectgate ledger ls --state needs_human      calls a person has to settle
   effectgate ledger show toolu_01ABC            everything recorded about one call
+  effectgate saga ls --state compensation_failed  sagas whose rollback a person must settle
+  effectgate demo                               the blast-radius table: duplicates, lost effects… per protection level
   effectgate demo crash                         see a crash duplicate a ticket, and effectgate prevent it
 ${EXIT_CODES}`);
 
@@ -133,10 +139,50 @@ ${EXIT_CODES}`)
       await ledgerShow(key, { ...opts, json: opts.json === true });
     });
 
+  // ---- kill, breaker, approvals (governance) --------------------------------------------------
+  addGovernanceCommands(program, EXIT_CODES);
+
+  // ---- reconcile, queue ---------------------------------------------------------------------
+  addReconcileCommands(program, EXIT_CODES);
+
+  // ---- saga ---------------------------------------------------------------------------------
+  addSagaCommands(program, EXIT_CODES);
+
+  // ---- migrate ------------------------------------------------------------------------------
+  program
+    .command("migrate")
+    .description("create the ledger, or bring its schema up to this version, ahead of the agents (they also do it on first use)")
+    .addOption(new Option("--db <path>", "the SQLite ledger file to create or migrate").env("EFFECTGATE_DB").default(DEFAULT_LEDGER_PATH))
+    .addHelpText("after", `
+With --pg URL (or EFFECTGATE_PG_URL) the PostgreSQL ledger in --pg-schema is migrated instead.
+Migrations are append-only; a ledger written by a newer effectgate is refused by name.
+${EXIT_CODES}`)
+    .action(async (opts: { db: string; pg?: string; pgSchema?: string }) => {
+      const { migrateLedger } = await import("./migrate.js");
+      await migrateLedger(opts);
+    });
+
+  // Every command that reads or changes a ledger file can use a PostgreSQL ledger instead.
+  for (const command of allCommands(program)) {
+    if (!command.options.some((o) => o.long === "--db")) continue;
+    command
+      .addOption(new Option("--pg <url>", "use the PostgreSQL ledger at this URL instead of --db (needs `npm install pg`; the password is never printed)").env("EFFECTGATE_PG_URL"))
+      .addOption(new Option("--pg-schema <name>", "the PostgreSQL schema holding the ledger").default("effectgate"));
+  }
+  program.hook("preAction", async (_program, action) => {
+    const opts = action.opts<{ pg?: string; pgSchema?: string }>();
+    if (typeof opts.pg === "string" && opts.pg !== "" && action.name() !== "migrate") {
+      const { usePostgres } = await import("./open-ledger.js");
+      await usePostgres(opts.pg, opts.pgSchema);
+    }
+  });
+
   // ---- demo ---------------------------------------------------------------------------------
   const demo = program
     .command("demo")
-    .description("run demonstrations against simulated services on 127.0.0.1 (nothing outside this machine is touched)");
+    .description("run demonstrations against simulated services on 127.0.0.1 (nothing outside this machine is touched); without a subcommand, the blast-radius demo");
+
+  addBlastCommands(demo, CLI_PATH, EXIT_CODES);
 
   demo
     .command("crash")
@@ -171,6 +217,10 @@ ${EXIT_CODES}`)
     });
 
   return program;
+}
+
+function allCommands(command: Command): Command[] {
+  return [command, ...command.commands.flatMap(allCommands)];
 }
 
 async function main(argv: readonly string[]): Promise<number> {

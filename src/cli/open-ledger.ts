@@ -16,7 +16,40 @@ export interface OpenedLedger {
   readonly file: string;
 }
 
+/** Set by `--pg URL` / EFFECTGATE_PG_URL (see usePostgres): then every command opens that ledger instead of a file. */
+let postgresTarget: { readonly where: string; open(mode: "read" | "change"): Ledger } | undefined;
+
+/** Points the operator commands at a PostgreSQL ledger. Loads `pg` only now, so file users never need it. */
+export async function usePostgres(url: string, schema?: string): Promise<void> {
+  const { postgresLedger } = await import("../ledger/postgres.js").catch((err: unknown) => {
+    throw new CliError(`--pg needs the \`pg\` package: npm install pg (${messageOf(err)})`, EXIT_FAILURE);
+  });
+  postgresTarget = {
+    where: redactUrl(url),
+    open: (mode) => postgresLedger({ connectionString: url }, { ...(schema ? { schema } : {}), ...(mode === "read" ? { readOnly: true } : { create: false }) }),
+  };
+}
+
+/** A connection URL fit to print: the password never appears. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== "") parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "(the --pg URL, which is not a valid URL)";
+  }
+}
+
+/** Writable, but never created: a missing path is a usage error (a typo must not start a new ledger). */
+export function openLedgerForChanges(path: string): OpenedLedger {
+  if (postgresTarget) return { ledger: postgresTarget.open("change"), file: postgresTarget.where };
+  const { file } = openLedgerForReading(path); // the same checks; the read-only ledger opens lazily, so nothing was opened
+  return { ledger: sqliteLedger(file, { create: false }), file };
+}
+
 export function openLedgerForReading(path: string): OpenedLedger {
+  if (postgresTarget) return { ledger: postgresTarget.open("read"), file: postgresTarget.where };
   const file = resolve(path);
   try {
     const stat = statSync(file);
@@ -38,3 +71,4 @@ export function openLedgerForReading(path: string): OpenedLedger {
   // The library refuses (untouched) an empty file or another program's database.
   return { ledger: sqliteLedger(file, { readOnly: true }), file };
 }
+

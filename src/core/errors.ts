@@ -20,6 +20,20 @@ export const ERROR_CODES = {
   EG_CHECKPOINT_CORRUPT: "terminal",
   EG_BAD_TOOL_DEFINITION: "terminal",
   EG_ILLEGAL_TRANSITION: "terminal",
+  // Governance (src/governance): each refusal means nothing was executed.
+  EG_KILL_SWITCH: "terminal",
+  EG_NOT_GRANTED: "terminal",
+  EG_QUOTA_EXCEEDED: "terminal",
+  EG_BREAKER_OPEN: "terminal",
+  EG_AWAITING_APPROVAL: "retryable",
+  EG_APPROVAL_DENIED: "terminal",
+  EG_APPROVAL_EXPIRED: "terminal",
+  EG_DRY_RUN_FAILED: "terminal",
+  EG_BAD_POLICY: "terminal",
+  EG_SANDBOX_DENIED: "terminal",
+  // Sagas (src/saga): the saga ended (its completed steps compensated, or handed to a person), or takes no more steps.
+  EG_SAGA_FAILED: "terminal",
+  EG_SAGA_CLOSED: "terminal",
 } as const satisfies Record<string, ErrorOutcome>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -14,6 +14,13 @@ export interface Scope {
   readonly task: string;
   /** The agent making the call, where several share a task. */
   readonly agent?: string;
+  /** The session the task belongs to (a user's session spanning several tasks); governance quotas can count per session. */
+  readonly session?: string;
+  /**
+   * The saga this call is a step of (see docs/sagas.md): tagged calls form a saga whose completed
+   * steps are compensated in reverse order when one fails. Not part of any derived key.
+   */
+  readonly saga?: string;
 }
 
 /** RFC 8785 canonical JSON: the same value always serialises to the same bytes. */

@@ -7,6 +7,9 @@ import { EffectgateError } from "./errors.js";
 import type { Scope } from "./keys.js";
 import type { StandardSchemaV1 } from "./standard-schema.js";
 import type { ProbePolicy, RetryPolicy } from "../gate/policy.js";
+import type { DownstreamRecord, FieldDifference, LookupContext, LookupWindow, RecordedCall } from "../reconcile/types.js";
+import type { DryRunPreview } from "../governance/contract.js";
+import { sandboxProblem, type SandboxSpec } from "../governance/sandbox-spec.js";
 
 /** `read`: no side effect. `write`: each call adds an effect. `destructive`: irreversible. */
 export type EffectClass = "read" | "write" | "destructive";
@@ -51,10 +54,51 @@ export interface ToolSpec<S extends StandardSchemaV1, R> {
   execute(input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext): R | Promise<R>;
   /** Asked, with the same key, when a call's outcome is unknown (crash, lost reply). */
   probe?(input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext): Promise<ProbeResult<R>>;
-  /** Undoes a completed call (used by sagas). */
+  /**
+   * Undoes a completed call (used by sagas, docs/sagas.md): run as its own gated call keyed
+   * `saga:<id>:<step>:compensate`, so forward `ctx.idempotencyKey` downstream. `input` is the input
+   * as stored in the ledger (redacted fields read "[redacted]"), `result` the stored result.
+   */
   compensate?(input: StandardSchemaV1.InferOutput<S>, result: R, ctx: ToolContext): Promise<unknown>;
-  /** Computes what the call would do, committing nothing. */
-  dryRun?(input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext): Promise<unknown>;
+  /**
+   * "Did this compensation happen?", asked with the compensation's key when its outcome is
+   * unknown (a crash or timeout mid-compensation). Without it such a compensation goes to a person.
+   */
+  probeCompensation?(input: StandardSchemaV1.InferOutput<S>, result: R, ctx: ToolContext): Promise<ProbeResult<unknown>>;
+  /**
+   * Sagas: undo a completed call with another tool of the gate (a refund for a charge), called with
+   * `input(input, result)`. Preferred over the `compensate` hook; a saga step's own `compensate`
+   * option overrides it. Kept with the tool, so recovery in any process that has the tools can run it.
+   */
+  readonly compensateWith?: { readonly tool: string; input(input: StandardSchemaV1.InferOutput<S>, result: R): unknown };
+  /**
+   * `false`: this tool's effect cannot be undone (an e-mail sent, a contract signed). In a saga
+   * such a step runs only once approved (`approveNonCompensable`), and is kept when the saga
+   * compensates. Default: compensable when a compensation exists.
+   */
+  readonly compensable?: boolean;
+  /**
+   * Computes what the call would do, committing nothing: `{ effect: "would_delete", would_affect:
+   * { account: "acc_1" }, reversible: false }`. Required for destructive tools; its preview goes
+   * into the approval request. Runs in the gate's process (never sandboxed); `ctx.attempt` is 0.
+   */
+  dryRun?(input: StandardSchemaV1.InferOutput<S>, ctx: ToolContext): DryRunPreview | Promise<DryRunPreview>;
+  /** Run `execute` in a child process under Node's permission model (see SandboxSpec and docs/governance.md). */
+  readonly sandbox?: SandboxSpec;
+  /**
+   * Reconciliation: the downstream system's own records of this tool's effects made in `window`
+   * (its clock), each with the idempotency key it was made with. Must read the system of
+   * record, not a cache. See docs/reconciliation.md.
+   */
+  lookup?(window: LookupWindow, ctx: LookupContext): Promise<Iterable<DownstreamRecord> | AsyncIterable<DownstreamRecord>> | AsyncIterable<DownstreamRecord>;
+  /**
+   * Dot paths compared between a completed call and its downstream record: the ledger's value is
+   * the stored result's field at that path, or the stored input's when the result has none; the
+   * downstream's is `fields` at that path. Compared as canonical JSON.
+   */
+  readonly reconcileFields?: readonly string[];
+  /** A comparison of your own (tolerances, unit conversions), run after `reconcileFields`: return the fields that differ. */
+  compareDownstream?(recorded: RecordedCall, downstream: DownstreamRecord): readonly FieldDifference[];
   /** Dot paths of input fields (e.g. `card.number`) stored as "[redacted]" in the ledger. */
   readonly redact?: readonly string[];
   /** After this long the call's outcome is "unknown" (not failed) and the probe is asked. Default: the gate's. */
@@ -94,7 +138,7 @@ export function defineTool<S extends StandardSchemaV1, R>(spec: ToolSpec<S, R>):
     bad("input must be a Standard Schema such as a zod object (z.object({...}))");
   }
   if (typeof spec.execute !== "function") bad("execute must be a function");
-  for (const hook of ["probe", "compensate", "dryRun"] as const) {
+  for (const hook of ["probe", "compensate", "probeCompensation", "dryRun", "lookup", "compareDownstream"] as const) {
     if (spec[hook] !== undefined && typeof spec[hook] !== "function") bad(`${hook} must be a function when given`);
   }
   const key = spec.key ?? "tool_use_id";
@@ -106,6 +150,22 @@ export function defineTool<S extends StandardSchemaV1, R>(spec: ToolSpec<S, R>):
     bad("retry.attempts must be a whole number ≥ 1 (1 = no retry)");
   }
   if (spec.effect === "destructive" && (spec.retry?.attempts ?? 1) > 1) bad("destructive tools are never retried automatically; remove retry.attempts");
+  if (spec.effect === "destructive" && typeof spec.dryRun !== "function") {
+    bad("destructive tools must implement dryRun(input) returning { effect: \"would_…\", would_affect: {...}, reversible }: its preview is what the approver sees");
+  }
+  if (spec.sandbox !== undefined) {
+    const problem = sandboxProblem(spec.sandbox);
+    if (problem) bad(problem);
+  }
+  if (spec.compensable !== undefined && typeof spec.compensable !== "boolean") bad("compensable must be true or false when given");
+  if (spec.compensable === false && (spec.compensate !== undefined || spec.compensateWith !== undefined)) bad("compensable: false contradicts its compensation; remove one");
+  if (spec.compensateWith !== undefined && (typeof spec.compensateWith !== "object" || spec.compensateWith === null ||
+    typeof spec.compensateWith.tool !== "string" || spec.compensateWith.tool === "" || typeof spec.compensateWith.input !== "function")) {
+    bad("compensateWith must be { tool: \"<tool name>\", input: (input, result) => ({...}) }");
+  }
+  if (spec.reconcileFields !== undefined && (!Array.isArray(spec.reconcileFields) || spec.reconcileFields.some((p) => typeof p !== "string" || p === ""))) {
+    bad("reconcileFields must be a list of dot paths");
+  }
   const redact = spec.redact ?? [];
   if (!Array.isArray(redact) || redact.some((p) => typeof p !== "string" || p === "")) bad("redact must be a list of dot paths");
   return Object.freeze({ ...spec, key, redact: [...redact] });

@@ -5,6 +5,8 @@
  *
  *   POST /charges  {customer, amount} + Idempotency-Key → 201 {id, customer, amount}
  *   GET  /charges?key=K → {status: "done", charge} | {status: "running"} | {status: "absent"}
+ *   GET  /charges?since=MS&until=MS → {charges: [{id, key, customer, amount, at}]} (reconciliation's lookup;
+ *        `at` is when the charge was applied, on the service's clock; both ends inclusive)
  *
  * Faults, decided per (key, nth request for that key) from the seed, so the same seed gives
  * the same faults whatever the arrival order:
@@ -12,6 +14,10 @@
  *   lost    — the charge is applied and its response stored, then the socket is destroyed;
  *   slow    — the charge takes `slowMs` (longer than the client's timeout), then applies;
  *   latency — a short delay.
+ *
+ * Drift, for reconciliation tests (`injectDrift`): seeded changes to the service's own records
+ * made behind the gate's back: a charge dropped (refunded, lost), duplicated (a second record
+ * with the same key), altered (another amount), or an orphan (a charge made outside the gate).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -19,7 +25,7 @@ import { messageOf } from "../core/errors.js";
 import type { Ledger } from "../ledger/contract.js";
 import { memoryLedger } from "../ledger/memory.js";
 import { idempotencyMiddleware } from "../server/index.js";
-import { uniformFor } from "./random.js";
+import { seededRandom, uniformFor } from "./random.js";
 
 export interface Charge {
   readonly id: string;
@@ -42,6 +48,28 @@ export interface PaymentServiceOptions {
   readonly latencyMs?: number;
   /** Where the middleware keeps keys (default: memory). */
   readonly ledger?: Ledger;
+  /** The service's clock, stamped on each charge as `at` (default Date.now). */
+  readonly clock?: () => number;
+}
+
+/** What `injectDrift` changes, each picked by the seed among the charges applied so far (each charge at most once). */
+export interface DriftSpec {
+  readonly seed: number;
+  readonly dropped?: number;
+  readonly duplicated?: number;
+  readonly altered?: number;
+  readonly orphans?: number;
+}
+
+export interface DriftReport {
+  /** Charges removed from the service's records. */
+  readonly dropped: readonly Charge[];
+  /** Second records added for these charges' keys (`copy` is the new record). */
+  readonly duplicated: readonly { readonly original: Charge; readonly copy: Charge }[];
+  /** Charges whose amount was changed. */
+  readonly altered: readonly { readonly before: Charge; readonly after: Charge }[];
+  /** Charges with keys the gate never used. */
+  readonly orphans: readonly Charge[];
 }
 
 export interface PaymentService {
@@ -50,6 +78,8 @@ export interface PaymentService {
   readonly charges: readonly Charge[];
   /** Faults injected, by kind. */
   readonly injected: Readonly<Record<keyof FaultMix, number>>;
+  /** Changes the service's records behind the gate's back (see DriftSpec). Throws if there are too few charges. */
+  injectDrift(spec: DriftSpec): DriftReport;
   close(): Promise<void>;
 }
 
@@ -60,6 +90,16 @@ export async function startPaymentService(options: PaymentServiceOptions): Promi
   const slowMs = options.slowMs ?? 150;
   const latencyMs = options.latencyMs ?? 3;
   const charges: Charge[] = [];
+  const clock = options.clock ?? Date.now;
+  /** When each charge (by id) was applied. */
+  const appliedAt = new Map<string, number>();
+  let nextId = 1;
+  const record = (charge: Omit<Charge, "id">): Charge => {
+    const applied: Charge = { id: `ch_${nextId++}`, ...charge };
+    appliedAt.set(applied.id, clock());
+    charges.push(applied);
+    return applied;
+  };
   const running = new Set<string>();
   const requestsPerKey = new Map<string, number>();
   const injected = { drop: 0, lost: 0, slow: 0, latency: 0 };
@@ -95,9 +135,7 @@ export async function startPaymentService(options: PaymentServiceOptions): Promi
     try {
       if (fault === "slow") await wait(slowMs);
       if (fault === "latency") await wait(latencyMs);
-      const applied: Charge = { id: `ch_${charges.length + 1}`, customer, amount, key };
-      charges.push(applied);
-      send(res, 201, applied);
+      send(res, 201, record({ customer, amount, key }));
     } finally {
       running.delete(key);
     }
@@ -106,6 +144,15 @@ export async function startPaymentService(options: PaymentServiceOptions): Promi
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     if (url.pathname !== "/charges") return send(res, 404, { error: "not found" });
+    if (req.method === "GET" && !url.searchParams.has("key")) {
+      const since = Number(url.searchParams.get("since") ?? "-Infinity");
+      const until = Number(url.searchParams.get("until") ?? "Infinity");
+      if (Number.isNaN(since) || Number.isNaN(until)) return send(res, 400, { error: "since and until are epoch milliseconds" });
+      const listed = charges
+        .map((c) => ({ ...c, at: appliedAt.get(c.id) ?? 0 }))
+        .filter((c) => c.at >= since && c.at <= until);
+      return send(res, 200, { charges: listed });
+    }
     if (req.method === "GET") {
       const key = url.searchParams.get("key") ?? "";
       const found = charges.find((c) => c.key === key);
@@ -134,10 +181,36 @@ export async function startPaymentService(options: PaymentServiceOptions): Promi
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
+  function injectDrift(spec: DriftSpec): DriftReport {
+    const want = { dropped: spec.dropped ?? 0, duplicated: spec.duplicated ?? 0, altered: spec.altered ?? 0 };
+    const needed = want.dropped + want.duplicated + want.altered;
+    if (needed > charges.length) throw new Error(`drift needs ${needed} distinct charges, the service has ${charges.length}`);
+    const random = seededRandom(spec.seed);
+    // A seeded shuffle of the charges applied so far; each is drifted at most once.
+    const pool = [...charges];
+    for (let i = pool.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [pool[i], pool[j]] = [pool[j] as Charge, pool[i] as Charge];
+    }
+    const take = (n: number) => pool.splice(0, n);
+    const dropped = take(want.dropped);
+    for (const c of dropped) charges.splice(charges.indexOf(c), 1);
+    const duplicated = take(want.duplicated).map((original) => ({ original, copy: record({ customer: original.customer, amount: original.amount, key: original.key }) }));
+    const altered = take(want.altered).map((before) => {
+      const after: Charge = { ...before, amount: before.amount + 1 + Math.floor(random() * 50) };
+      charges[charges.indexOf(before)] = after;
+      return { before, after };
+    });
+    const orphans = Array.from({ length: spec.orphans ?? 0 }, (_, i) =>
+      record({ customer: `cus_orphan_${i}`, amount: 1 + Math.floor(random() * 500), key: `orphan_${spec.seed}_${i}` }));
+    return { dropped, duplicated, altered, orphans };
+  }
+
   return {
     url: `http://127.0.0.1:${port}`,
     charges,
     injected,
+    injectDrift,
     close: () => new Promise<void>((resolve, reject) => {
       for (const t of timers) clearTimeout(t);
       server.closeAllConnections();

@@ -1,10 +1,12 @@
 /**
  * `charge_card` against the simulated payments service: a write tool that forwards its
- * idempotency key, maps the service's answers onto effectgate's outcome kinds, and probes
- * by key.
+ * idempotency key, maps the service's answers onto effectgate's outcome kinds, probes by key,
+ * and lists the service's charges in a time window for reconciliation (comparing amount and
+ * customer).
  */
 import { z } from "zod";
 import { defineTool, type ProbeResult } from "../core/tool.js";
+import type { DownstreamRecord, LookupContext, LookupWindow } from "../reconcile/types.js";
 import { OutcomeUnknown } from "../gate/outcome.js";
 import type { Charge } from "./payment-service.js";
 
@@ -16,6 +18,13 @@ export function chargeCardTool(serviceUrl: string, options: { name?: string; dow
     effect: "write",
     input,
     downstreamIdempotent: options.downstreamIdempotent ?? false,
+    reconcileFields: ["amount", "customer"],
+    async lookup(window: LookupWindow, ctx: LookupContext): Promise<DownstreamRecord[]> {
+      const res = await fetch(`${serviceUrl}/charges?since=${window.since}&until=${window.until}`, { signal: ctx.signal });
+      if (!res.ok) throw new Error(`payments listing answered ${res.status}`);
+      const { charges } = (await res.json()) as { charges: (Charge & { at: number })[] };
+      return charges.map((c) => ({ ref: c.id, key: c.key, at: c.at, fields: { amount: c.amount, customer: c.customer } }));
+    },
     async execute(args, ctx): Promise<Charge> {
       const res = await fetch(`${serviceUrl}/charges`, {
         method: "POST",

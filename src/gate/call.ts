@@ -1,6 +1,7 @@
 /**
- * The pipeline for one tool_use (DESIGN.md §2): validate → ledger gate → claim → execute →
- * record. Governance and approvals (steps 3–4) slot in between the ledger gate and the claim.
+ * The pipeline for one tool_use (DESIGN.md §2): validate → ledger gate → governance (kill
+ * switch, grant, rate breaker, quota, dry-run + approval: src/governance/govern.ts) → claim →
+ * execute → record. Reads skip everything after validation.
  */
 import { EffectgateError, messageOf } from "../core/errors.js";
 import { deriveKey, fingerprint, type Scope } from "../core/keys.js";
@@ -14,9 +15,15 @@ import { backoffMs, sleep } from "./policy.js";
 import { isStaleHolder, resolveStale } from "./resolve.js";
 import { inProgressResult, needsHumanResult, renderResult, replayRecord, singleFlight, type Call, type Runtime } from "./runtime.js";
 
-export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope): Promise<ToolResultBlock> {
+/**
+ * `override` (sagas, src/saga): run with this idempotency key instead of the tool's own key
+ * strategy, and/or with this tool instead of the registered one of that name (a compensation hook).
+ */
+export async function runCall(
+  rt: Runtime, block: ToolUseBlock, scope: Scope, override: { readonly key?: string; readonly tool?: AnyTool } = {},
+): Promise<ToolResultBlock> {
   const fail = (message: string) => resultBlock(block.id, message, true);
-  const tool = rt.tools.get(block.name);
+  const tool = override.tool ?? rt.tools.get(block.name);
   if (!tool) {
     return fail(`EG_UNKNOWN_TOOL: there is no tool named ${JSON.stringify(block.name)}. Available tools: ${[...rt.tools.keys()].join(", ") || "none"}. Nothing was executed.`);
   }
@@ -28,10 +35,19 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope): P
   // A read has no side effect to protect: it runs without touching the ledger, so it costs microseconds.
   if (tool.effect === "read") return runRead(rt, call);
   try {
-    const key = keyFor(tool, checked.value, block, scope);
+    const key = override.key ?? keyFor(tool, checked.value, block, scope);
     const print = fingerprint(tool.name, block.input);
     const stored = redactInput(block.input, tool.redact);
     return await singleFlight(rt, scope.tenant, key, async () => {
+      if (rt.governance) {
+        // Steps 3–4 (src/governance): a call the ledger knows is answered from it, never governed again.
+        const known = await rt.ledger.get(scope.tenant, key);
+        if (known) return answerExisting(rt, call, print, known);
+        const admitted = await rt.governance.admit({
+          tool, input: checked.value, rawInput: block.input, storedInput: stored.value as Json, key, scope, toolUseId: block.id,
+        });
+        if (!admitted.ok) return fail(admitted.message);
+      }
       const claim = await rt.ledger.claim({
         tenant: scope.tenant, key, tool: tool.name, effect: tool.effect, task: scope.task, toolUseId: block.id,
         fingerprint: print, input: stored.value as Json, inputRedacted: stored.redacted, owner: rt.owner, leaseMs: rt.leaseMs,

@@ -20,13 +20,21 @@ import type { AnyTool, EffectClass, Tool } from "../core/tool.js";
 import type { Ledger } from "../ledger/contract.js";
 import { sqliteLedger } from "../ledger/sqlite.js";
 import type { CheckpointStore, AgentCheckpoint } from "../checkpoint/checkpoint.js";
-import type { FaultHook } from "../testing/faults.js";
+import type { FaultHook, SagaFaultHook } from "../testing/faults.js";
+import { reconcile, type ReconcileOptions, type ReconcileSummary } from "../reconcile/scan.js";
 import { findToolUses, resultBlock, type ToolResultBlock } from "./blocks.js";
 import { runCall } from "./call.js";
 import { newOwnerId } from "./owner.js";
 import { recover, type RecoverySummary } from "./recover.js";
 import type { Alert, GateStats, Runtime, ToolPolicy } from "./runtime.js";
 import { DEFAULT_PROBE, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, type ProbePolicy, type RetryPolicy } from "./policy.js";
+import { createGovernance, type Approver } from "../governance/govern.js";
+import type { Policy } from "../governance/policy.js";
+import { sandboxed } from "../governance/sandbox.js";
+import { runSagaToolUse } from "../saga/agent.js";
+import { recoverSagas } from "../saga/recover.js";
+import { createSaga, stopSagaHeartbeats } from "../saga/saga.js";
+import type { ApproveNonCompensable, Saga, SagaOptions } from "../saga/types.js";
 
 export const DEFAULT_LEDGER_PATH = ".effectgate/ledger.db";
 
@@ -53,6 +61,23 @@ export interface GateOptions {
   readonly onAlert?: (alert: Alert) => void;
   /** Test hook: named points where a crash or delay can be injected (see effectgate/testing). */
   readonly faults?: FaultHook;
+  /**
+   * Governance (docs/governance.md): grants, quotas, rate limits, approval rules, as an object or
+   * the path of an `effectgate.policy.json`. Without one, every tool handed to the gate is granted,
+   * destructive calls still need approval, and the ledger's kill switches still apply.
+   */
+  readonly policy?: Policy | string;
+  /** Decides new approval requests in code (return undefined to leave one to a person, e.g. `effectgate approvals approve ID`). */
+  readonly approver?: Approver;
+  /** The clock governance judges rate windows and approval expiry by (default Date.now); tests pass their own. */
+  readonly clock?: () => number;
+  /**
+   * Sagas (docs/sagas.md): decides whether a saga step that cannot be undone may run. Without it
+   * such steps are refused (the step does not run and the saga compensates). A saga may override it.
+   */
+  readonly approveNonCompensable?: ApproveNonCompensable;
+  /** Test hook: named points in a saga's steps and compensations (see effectgate/testing `killAtSaga`). */
+  readonly sagaFaults?: SagaFaultHook;
 }
 
 export interface Gate {
@@ -71,6 +96,19 @@ export interface Gate {
    * still recorded, and this resolves once those that have arrived are. Call before exit.
    */
   drain(): Promise<void>;
+  /**
+   * Holds the ledger against what the tools' downstream systems actually did (each tool's
+   * `lookup`): an incremental scan that stores and returns the differences it finds. See
+   * docs/reconciliation.md.
+   */
+  reconcile(options?: ReconcileOptions): Promise<ReconcileSummary>;
+  /**
+   * A saga: a workflow of named steps, each a gated call, whose completed steps are compensated
+   * in reverse order when one fails; durable in the ledger, so a crashed driver resumes it by
+   * running the same code again, and `recover()` finishes an interrupted compensation. Tool calls
+   * with `scope.saga` set form a saga too. See docs/sagas.md.
+   */
+  saga(id: string, scope: Scope, options?: SagaOptions): Saga;
   readonly ledger: Ledger;
   /** This gate's owner id, as written on its claims. */
   readonly owner: string;
@@ -83,7 +121,8 @@ export function createGate(options: GateOptions): Gate {
   const tools = new Map<string, AnyTool>();
   for (const tool of options.tools) {
     if (tools.has(tool.name)) throw new EffectgateError("EG_BAD_TOOL_DEFINITION", `two tools are named ${JSON.stringify(tool.name)}`);
-    tools.set(tool.name, tool as AnyTool);
+    // A tool marked `sandbox` runs its execute in a child process under Node's permission model.
+    tools.set(tool.name, sandboxed(tool as AnyTool, resolvePolicy(options, tool as AnyTool).timeoutMs));
   }
   const leaseMs = options.leaseMs ?? 30_000;
   if (!(leaseMs > 0)) throw new EffectgateError("EG_BAD_TOOL_DEFINITION", `leaseMs must be positive, got ${leaseMs}`);
@@ -104,24 +143,36 @@ export function createGate(options: GateOptions): Gate {
     abandoned: new Set(),
     background: new Set(),
     random: options.random ?? Math.random,
+    approveNonCompensable: options.approveNonCompensable,
+    sagaFaults: options.sagaFaults,
     policyFor: (tool) => resolvePolicy(options, tool),
     alert(alert) {
       stats.alerts++;
       onAlert(alert);
     },
   };
+  const governance = createGovernance({
+    policy: options.policy, tools, store: ledger.governance, location: ledger.location, owner: rt.owner,
+    clock: options.clock ?? Date.now, approver: options.approver, alert: (alert) => rt.alert(alert),
+  });
+  Object.assign(rt, { governance });
 
   async function runToolUses(content: readonly unknown[], scope: Scope): Promise<ToolResultBlock[]> {
     checkScope(scope);
     return Promise.all(findToolUses(content).map((found) =>
       found.ok
-        ? runCall(rt, found.block, scope)
+        ? scope.saga === undefined ? runCall(rt, found.block, scope) : runSagaToolUse(rt, found.block, { ...scope, saga: scope.saga })
         : Promise.resolve(resultBlock(found.id, `EG_MALFORMED_BLOCK: ${found.problem}. Nothing was executed.`, true))));
   }
 
   return {
     runToolUses,
-    recover: (opts) => recover(rt, opts),
+    // Sagas first: a compensating saga settles its own interrupted steps without re-running them.
+    recover: async (opts) => {
+      const sagas = await recoverSagas(rt, opts);
+      const calls = await recover(rt, opts);
+      return sagas.examined > 0 ? { ...calls, sagas } : calls;
+    },
     async resume(store) {
       const checkpoint = await store.load();
       if (!checkpoint?.pendingToolUse) return { checkpoint, toolResults: [] };
@@ -130,11 +181,17 @@ export function createGate(options: GateOptions): Gate {
     async drain() {
       while (rt.background.size > 0) await Promise.allSettled([...rt.background]);
     },
+    reconcile: (opts) => reconcile({ ledger, tools: [...tools.values()] }, opts),
+    saga(id, scope, sagaOptions) {
+      checkScope(scope);
+      return createSaga(rt, id, scope, sagaOptions ?? {});
+    },
     ledger,
     owner: rt.owner,
     stats,
     async close() {
       for (const controller of rt.abandoned) controller.abort(new Error("the gate was closed"));
+      stopSagaHeartbeats(rt);
       if (ownsLedger) await ledger.close();
     },
   };

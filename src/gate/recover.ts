@@ -5,6 +5,7 @@
 import { validate } from "../core/standard-schema.js";
 import { messageOf } from "../core/errors.js";
 import type { CallRecord } from "../ledger/contract.js";
+import type { SagaRecoverySummary } from "../saga/types.js";
 import { isStaleHolder, resolveStale, type Resolution } from "./resolve.js";
 import { inflightId, singleFlight, type Runtime } from "./runtime.js";
 
@@ -21,6 +22,8 @@ export interface RecoverySummary {
   readonly leftForLater: number;
   /** One line per record not settled, saying why. */
   readonly notes: readonly { readonly tenant: string; readonly key: string; readonly tool: string; readonly note: string }[];
+  /** What `gate.recover()` did with sagas (run before the calls; see src/saga/recover.ts). Absent when it found none to look at. */
+  readonly sagas?: SagaRecoverySummary;
 }
 
 export async function recover(rt: Runtime, options: { limit?: number } = {}): Promise<RecoverySummary> {

@@ -2,13 +2,15 @@
 import type { Scope } from "../core/keys.js";
 import type { AnyTool, Json } from "../core/tool.js";
 import type { CallRecord, Ledger } from "../ledger/contract.js";
-import type { FaultHook } from "../testing/faults.js";
+import type { FaultHook, SagaFaultHook } from "../testing/faults.js";
 import { resultBlock, type ToolResultBlock } from "./blocks.js";
 import type { ProbePolicy, RetryPolicy } from "./policy.js";
+import type { Governance } from "../governance/govern.js";
+import type { ApproveNonCompensable } from "../saga/types.js";
 
 /** An operator alert: something a person should look at, raised without failing the agent's call. */
 export interface Alert {
-  readonly code: "record_failed" | "record_lost_race" | "needs_human";
+  readonly code: "record_failed" | "record_lost_race" | "needs_human" | "breaker_open" | "approval_requested";
   readonly message: string;
   readonly tenant: string;
   readonly key: string;
@@ -34,6 +36,8 @@ export interface ToolPolicy {
 
 export interface Runtime {
   readonly ledger: Ledger;
+  /** Kill switch, grants, quotas, rate breakers and approvals (src/governance), between the ledger gate and the claim. */
+  readonly governance?: Governance;
   readonly tools: ReadonlyMap<string, AnyTool>;
   readonly owner: string;
   readonly leaseMs: number;
@@ -52,6 +56,10 @@ export interface Runtime {
   readonly background: Set<Promise<void>>;
   /** Jitter source for retry backoff (tests pass a seeded one). */
   readonly random: () => number;
+  /** Sagas: the gate's policy for non-compensable steps (undefined: refuse them). */
+  readonly approveNonCompensable: ApproveNonCompensable | undefined;
+  /** Sagas: test hook for the saga fault points. */
+  readonly sagaFaults: SagaFaultHook | undefined;
   policyFor(tool: AnyTool): ToolPolicy;
   alert(alert: Alert): void;
 }

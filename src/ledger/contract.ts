@@ -16,6 +16,9 @@
  */
 import type { CallState } from "../core/states.js";
 import type { EffectClass, Json } from "../core/tool.js";
+import type { ReconcileStore } from "../reconcile/contract.js";
+import type { SagaLog } from "../saga/contract.js";
+import type { GovernanceStore } from "../governance/contract.js";
 
 export interface CallRecord {
   readonly tenant: string;
@@ -104,6 +107,24 @@ export interface ListQuery {
   readonly limit?: number;
 }
 
+/** Where an incremental scan stopped: the last record it read, in (updatedAt, tenant, key) order. */
+export interface ChangeCursor {
+  readonly at: number;
+  readonly tenant: string;
+  readonly key: string;
+}
+
+export interface ChangesQuery {
+  /** The tool whose records to list. */
+  readonly tool: string;
+  /** Only records after this one in (updatedAt, tenant, key) order (tenant and key compared byte by byte); default: from the start. */
+  readonly after?: ChangeCursor;
+  /** Only records with updatedAt at or before this time (the store's clock). */
+  readonly until?: number;
+  /** At most this many (default 100). */
+  readonly limit?: number;
+}
+
 export interface Ledger {
   /** Where the records live, for messages: "memory", "sqlite:/path/ledger.db". */
   readonly location: string;
@@ -126,6 +147,19 @@ export interface Ledger {
    * (or, with `includeLive`, every `in_progress`). Cost grows with the number of such calls, not the ledger.
    */
   listUnsettled(options?: { limit?: number; includeLive?: boolean }): Promise<CallRecord[]>;
+  /**
+   * Reconciliation: the tool's records whose last change is after `after`, in (updatedAt,
+   * tenant, key) order, leaving out `in_progress` ones (nothing to reconcile yet; they are listed
+   * once they change). Cost follows the records returned, not the ledger (an index). Optional:
+   * stores without it cannot be reconciled.
+   */
+  listChangedSince?(query: ChangesQuery): Promise<CallRecord[]>;
+  /** Reconciliation's findings, confirmations, receipts and cursors, kept with the ledger (optional). */
+  readonly reconcile?: ReconcileStore;
+  /** The saga log, kept with the ledger (optional: a store without it cannot run sagas). See src/saga/contract.ts. */
+  readonly sagas?: SagaLog;
+  /** Kill switches, quota counters, rate breakers and approvals, kept with the ledger (optional: without it only grants are enforced). See src/governance/contract.ts. */
+  readonly governance?: GovernanceStore;
   /** The store's clock (epoch ms). */
   now(): Promise<number>;
   putCheckpoint(tenant: string, id: string, data: string): Promise<void>;

@@ -6,6 +6,10 @@
 import type { CallRecord, ClaimRequest, ClaimResult, Ledger, ListQuery, RecordUpdate, TakeOverRequest } from "./contract.js";
 import { assertTransition } from "../core/states.js";
 import { applyUpdate, isTakeable, newRecord } from "./records.js";
+import { memoryReconcileStore } from "../reconcile/memory.js";
+import { changeOrder, isAfter } from "../reconcile/changes.js";
+import { memorySagaLog } from "./memory-sagas.js";
+import { memoryGovernance } from "../governance/memory.js";
 
 export interface MemoryLedgerOptions {
   /** The clock leases are judged by (default Date.now); tests may pass their own. */
@@ -90,6 +94,15 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): Ledger {
       }
       return out;
     },
+    async listChangedSince(query) {
+      const changed = [...calls.values()].filter((r) =>
+        r.tool === query.tool && r.state !== "in_progress" && (query.until === undefined || r.updatedAt <= query.until) &&
+        (query.after === undefined || isAfter(r, query.after)));
+      return changed.sort(changeOrder).slice(0, query.limit ?? 100).map(copy);
+    },
+    reconcile: memoryReconcileStore(clock),
+    sagas: memorySagaLog(clock),
+    governance: memoryGovernance(),
     async now() {
       return clock();
     },

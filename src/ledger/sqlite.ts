@@ -13,6 +13,9 @@ import { EffectgateError, messageOf } from "../core/errors.js";
 import { allowedFrom, assertTransition, CALL_STATES, isCallState, type CallState } from "../core/states.js";
 import { EFFECT_CLASSES, type EffectClass, type Json } from "../core/tool.js";
 import type { CallRecord, ClaimRequest, ClaimResult, Ledger, ListQuery, RecordUpdate, TakeOverRequest } from "./contract.js";
+import { ReconcileRowDamage, sqliteReconcileStore } from "../reconcile/sqlite.js";
+import { sqliteSagaLog } from "./sqlite-sagas.js";
+import { sqliteGovernance } from "../governance/sqlite.js";
 
 export interface SqliteLedgerOptions {
   /** "fsync" (default): survives power loss. "process": survives a killed process only, faster. */
@@ -50,6 +53,82 @@ const MIGRATIONS: readonly string[] = [
      tenant TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, updated_at INTEGER NOT NULL,
      PRIMARY KEY (tenant, id)
    ) WITHOUT ROWID;`,
+  // 2: reconciliation. `calls_changes` lists a tool's records in change order for incremental
+  // scans (partial: a claim, still in_progress, writes no entry; its outcome writes one);
+  // `calls_by_key` finds a key in every tenant (a downstream record that names no tenant,
+  // `ledger show KEY`). The reconcile_* tables are src/reconcile/sqlite.ts's.
+  `CREATE INDEX calls_changes ON calls (tool, updated_at, tenant, key) WHERE state <> 'in_progress';
+   CREATE INDEX calls_by_key ON calls (key);
+   CREATE TABLE reconcile_findings (
+     id TEXT PRIMARY KEY, kind TEXT NOT NULL, tool TEXT NOT NULL, tenant TEXT, key TEXT NOT NULL,
+     status TEXT NOT NULL, source TEXT NOT NULL, summary TEXT NOT NULL, evidence TEXT NOT NULL,
+     first_seen_at INTEGER NOT NULL, last_seen_at INTEGER NOT NULL, times_seen INTEGER NOT NULL,
+     resolved_at INTEGER, resolution TEXT, resolved_by TEXT
+   ) WITHOUT ROWID;
+   CREATE INDEX reconcile_findings_open ON reconcile_findings (first_seen_at, id) WHERE status = 'open';
+   CREATE INDEX reconcile_findings_by_key ON reconcile_findings (key);
+   CREATE TABLE reconcile_confirmations (
+     tool TEXT NOT NULL, tenant TEXT NOT NULL, key TEXT NOT NULL, ref TEXT NOT NULL,
+     source TEXT NOT NULL, fields TEXT, at INTEGER NOT NULL,
+     PRIMARY KEY (tool, tenant, key, ref)
+   ) WITHOUT ROWID;
+   CREATE INDEX reconcile_confirmations_by_ref ON reconcile_confirmations (tool, ref);
+   CREATE TABLE reconcile_receipts (
+     id TEXT PRIMARY KEY, digest TEXT NOT NULL, tool TEXT NOT NULL, record TEXT NOT NULL,
+     received_at INTEGER NOT NULL, processed_at INTEGER, outcome TEXT
+   ) WITHOUT ROWID;
+   CREATE TABLE reconcile_cursors (name TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;`,
+  // 3: sagas (src/ledger/sqlite-sagas.ts). `sagas_active` is partial: a recovery pass costs the
+  // running and compensating sagas, not the log; steps and history are read per saga by key.
+  `CREATE TABLE sagas (
+     id INTEGER PRIMARY KEY,
+     tenant TEXT NOT NULL, saga_id TEXT NOT NULL, task TEXT NOT NULL, state TEXT NOT NULL, on_abandon TEXT NOT NULL,
+     owner TEXT, lease_expires_at INTEGER, reason TEXT, resolution TEXT,
+     version INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+     UNIQUE (tenant, saga_id)
+   );
+   CREATE INDEX sagas_active ON sagas (state) WHERE state IN ('running', 'compensating');
+   CREATE INDEX sagas_by_id ON sagas (saga_id);
+   CREATE INDEX sagas_by_state ON sagas (state, id);
+   CREATE TABLE saga_steps (
+     tenant TEXT NOT NULL, saga_id TEXT NOT NULL, name TEXT NOT NULL, position INTEGER NOT NULL,
+     tool TEXT NOT NULL, effect TEXT NOT NULL, key TEXT NOT NULL, input TEXT NOT NULL, input_redacted INTEGER NOT NULL,
+     fingerprint TEXT NOT NULL, compensable INTEGER NOT NULL, compensation TEXT, approval TEXT NOT NULL,
+     state TEXT NOT NULL, result TEXT, error TEXT, compensation_key TEXT,
+     version INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+     PRIMARY KEY (tenant, saga_id, name),
+     UNIQUE (tenant, saga_id, position)
+   ) WITHOUT ROWID;
+   CREATE TABLE saga_events (
+     tenant TEXT NOT NULL, saga_id TEXT NOT NULL, seq INTEGER NOT NULL, at INTEGER NOT NULL,
+     kind TEXT NOT NULL, step TEXT, message TEXT NOT NULL, data TEXT,
+     PRIMARY KEY (tenant, saga_id, seq)
+   ) WITHOUT ROWID;`,
+  // 4: governance (src/governance/sqlite.ts): kill switches ('' = every tenant / agent), quota
+  // counters and the calls already charged, rate windows and breakers, approval requests.
+  `CREATE TABLE kill_switches (
+     tenant TEXT NOT NULL, agent TEXT NOT NULL, by_whom TEXT NOT NULL, reason TEXT, since INTEGER NOT NULL,
+     PRIMARY KEY (tenant, agent)
+   ) WITHOUT ROWID;
+   CREATE TABLE quota_counters (counter TEXT PRIMARY KEY, used REAL NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;
+   CREATE TABLE quota_uses (tenant TEXT NOT NULL, key TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (tenant, key)) WITHOUT ROWID;
+   CREATE TABLE rate_events (
+     breaker TEXT NOT NULL, tenant TEXT NOT NULL, key TEXT NOT NULL, at INTEGER NOT NULL,
+     PRIMARY KEY (breaker, tenant, key)
+   ) WITHOUT ROWID;
+   CREATE INDEX rate_events_window ON rate_events (breaker, at);
+   CREATE TABLE breakers (
+     id TEXT PRIMARY KEY, tenant TEXT NOT NULL, scope TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL,
+     opened_at INTEGER NOT NULL, closed_by TEXT, closed_at INTEGER
+   ) WITHOUT ROWID;
+   CREATE INDEX breakers_open ON breakers (scope) WHERE state = 'open';
+   CREATE TABLE approvals (
+     id TEXT PRIMARY KEY, tenant TEXT NOT NULL, key TEXT NOT NULL, tool TEXT NOT NULL, effect TEXT NOT NULL,
+     task TEXT NOT NULL, agent TEXT, tool_use_id TEXT NOT NULL, input TEXT NOT NULL, preview TEXT, reasons TEXT NOT NULL,
+     digest TEXT NOT NULL, policy_version TEXT NOT NULL, state TEXT NOT NULL, requested_by TEXT NOT NULL,
+     requested_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, decided_by TEXT, decided_at INTEGER, note TEXT, consumed_at INTEGER
+   ) WITHOUT ROWID;
+   CREATE INDEX approvals_by_state ON approvals (state, requested_at);`,
 ];
 
 interface Row {
@@ -258,7 +337,7 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
     async list(query: ListQuery = {}) {
       const s = open();
       return guard("list calls", () => {
-        const rows = s.list.all({
+        const rows = (query.key === undefined ? s.list : s.listByKey).all({
           tenant: query.tenant ?? null, state: query.state ?? null, tool: query.tool ?? null, key: query.key ?? null,
           limit: query.limit ?? 100,
         }) as Row[];
@@ -272,6 +351,43 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): L
         return rows.map(decode);
       });
     },
+    async listChangedSince(query) {
+      const s = open();
+      return guard("list changed calls", () => {
+        const rows = s.changes.all({
+          tool: query.tool, at: query.after?.at ?? Number.MIN_SAFE_INTEGER, tenant: query.after?.tenant ?? "", key: query.after?.key ?? "",
+          until: query.until ?? Number.MAX_SAFE_INTEGER, limit: query.limit ?? 100,
+        }) as Row[];
+        return rows.map(decode);
+      });
+    },
+    governance: sqliteGovernance({
+      location,
+      run(what, fn) {
+        open();
+        return guard(what, () => fn(db as Database.Database));
+      },
+    }),
+    sagas: sqliteSagaLog({
+      connection() {
+        open();
+        return db as Database.Database;
+      },
+      guard,
+      damaged,
+    }),
+    reconcile: sqliteReconcileStore({
+      run(what, fn) {
+        open();
+        return guard(what, () => {
+          try {
+            return fn(db as Database.Database);
+          } catch (err) {
+            throw err instanceof ReconcileRowDamage ? damaged(err, what) : err;
+          }
+        });
+      },
+    }),
     async now() {
       return Date.now();
     },
@@ -339,11 +455,23 @@ function prepare(db: Database.Database) {
          AND (@key IS NULL OR key = @key)
        ORDER BY id LIMIT @limit`,
     ),
+    // One key in every tenant walks calls_by_key (migration 2).
+    listByKey: db.prepare(
+      `SELECT * FROM calls
+       WHERE key = @key AND (@tenant IS NULL OR tenant = @tenant) AND (@state IS NULL OR state = @state) AND (@tool IS NULL OR tool = @tool)
+       ORDER BY id LIMIT @limit`,
+    ),
     unsettled: db.prepare(
       `SELECT * FROM calls WHERE state = 'uncertain'
        UNION ALL
        SELECT * FROM calls WHERE state = 'in_progress' AND (@live OR lease_expires_at IS NULL OR lease_expires_at <= @now)
        LIMIT @limit`,
+    ),
+    // Walks calls_changes: (tool, updated_at, tenant, key) is the index's order, so the cost is the rows returned.
+    changes: db.prepare(
+      `SELECT * FROM calls
+       WHERE tool = @tool AND state <> 'in_progress' AND (updated_at, tenant, key) > (@at, @tenant, @key) AND updated_at <= @until
+       ORDER BY updated_at, tenant, key LIMIT @limit`,
     ),
     putCheckpoint: db.prepare(
       `INSERT INTO checkpoints (tenant, id, data, updated_at) VALUES (@tenant, @id, @data, @now)

@@ -53,3 +53,9 @@ export {
   DEFAULT_HEADER, DEFAULT_LEASE_MS, DEFAULT_MAX_BODY_BYTES, DEFAULT_TTL_MS, MAX_KEY_LENGTH, REPLAYED_HEADER, defaultStoreResponse,
   type IdempotencyErrorContext, type IdempotencyOptions,
 } from "./core.js";
+// Signed downstream receipts (webhooks) for reconciliation: docs/reconciliation.md.
+export {
+  receiptsEndpoint, signReceipt, verifyReceiptSignature, parseReceipt,
+  DEFAULT_SIGNATURE_HEADER, DEFAULT_RECEIPT_TOLERANCE_SEC, DEFAULT_RECEIPT_MAX_BODY_BYTES,
+  type ReceiptEndpointOptions, type SignatureCheck,
+} from "./receipts.js";

@@ -28,6 +28,13 @@ describe("fileCheckpoint", () => {
     expect(readdirSync(join(dir, "a"))).toEqual(["run.json"]);
   });
 
+  it("keeps every scope field (agent, session, saga) across save and load", async () => {
+    const cp = fileCheckpoint(join(dir, "scope.json"));
+    const scope = { tenant: "acme", task: "t1", agent: "billing-bot", session: "sess-9", saga: "order-7" };
+    await cp.save({ ...state, scope });
+    expect((await cp.load())?.scope).toEqual(scope);
+  });
+
   it("a half-written (truncated) file is refused by name and kept", async () => {
     const file = join(dir, "truncated.json");
     const cp = fileCheckpoint(file);

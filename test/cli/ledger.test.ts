@@ -31,8 +31,10 @@ beforeAll(async () => {
       if (amount > 100) throw new Error("card declined");
       return { charged: amount };
     },
+    dryRun: ({ amount }) => ({ effect: "would_charge", would_affect: { amount }, reversible: false }),
   });
-  const gate = createGate({ tools: [asGateTool(sendNote), asGateTool(charge)], ledger });
+  // Destructive calls need approval (docs/governance.md): approved in code here, so they run at once.
+  const gate = createGate({ tools: [asGateTool(sendNote), asGateTool(charge)], ledger, approver: () => ({ approve: true, by: "test" }) });
   const use = (id: string, name: string, input: object) => ({ type: "tool_use", id, name, input });
   await gate.runToolUses([use("toolu_note_1", "send_note", { text: "hello" }), use("toolu_charge_1", "charge", { amount: 500 })], { tenant: "acme", task: "t1" });
   await gate.runToolUses([use("toolu_shared", "send_note", { text: "for acme" })], { tenant: "acme", task: "t2" });

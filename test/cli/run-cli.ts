@@ -14,7 +14,8 @@ export interface CliRun {
 export function runCli(args: readonly string[], options: { cwd?: string; env?: Record<string, string | undefined> } = {}): Promise<CliRun> {
   if (!existsSync(CLI)) throw new Error(`${CLI} does not exist: build first (npm run build, or npx tsc -p tsconfig.build.json)`);
   const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.EFFECTGATE_DB; // a developer's own setting must not leak into the tests
+  delete env.EFFECTGATE_DB; // a developer's own settings must not leak into the tests
+  delete env.EFFECTGATE_PG_URL;
   for (const [name, value] of Object.entries(options.env ?? {})) {
     if (value === undefined) delete env[name];
     else env[name] = value;

@@ -130,7 +130,12 @@ describe("meeting another worker's claim during a call", () => {
     await abandoned(ledger, "k1", "notify", 60_000);
     let sawClaim!: () => void;
     const claimSeen = new Promise<void>((r) => (sawClaim = r));
-    const watched: Ledger = { ...ledger, claim: async (req) => ledger.claim(req).finally(sawClaim) };
+    // The gate meets the claim by reading the key before governance (ledger gate), or by claiming.
+    const watched: Ledger = {
+      ...ledger,
+      get: async (tenant, key) => ledger.get(tenant, key).finally(sawClaim),
+      claim: async (req) => ledger.claim(req).finally(sawClaim),
+    };
     const gate = createGate({ tools: [notifyTool(runs, () => ({ status: "absent" }))], ledger: watched, waitMs: 60_000 });
     const pending = gate.runToolUses([toolUse("k1", "notify", input)], scope);
     // The gate has met the live claim; the other worker finishes while it waits.

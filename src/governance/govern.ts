@@ -1,0 +1,239 @@
+/**
+ * Steps 3 and 4 of the pipeline (DESIGN.md §2), between the ledger gate and the claim, for
+ * `write` and `destructive` calls only (reads are free and never governed):
+ *
+ *   kill switch → grant → rate breaker → quota (peek) → dry-run + approval → quota (charge)
+ *
+ * A call the ledger already knows never comes here: a completed call is replayed without
+ * governance and is never sent for approval again. The rate breaker counts before the quota
+ * so a runaway loop trips it (and alerts a person) even when a quota refuses its calls. The
+ * quota is peeked before approval (nobody is asked about a call that could not run) and
+ * charged atomically after it, so an approved call is checked again when it finally runs.
+ */
+import { EffectgateError, messageOf } from "../core/errors.js";
+import type { Scope } from "../core/keys.js";
+import type { AnyTool, Json, ToolContext } from "../core/tool.js";
+import type { Alert } from "../gate/runtime.js";
+import { approvalDigest, approvalId, decideApproval, expireIfDue, type ApprovalDecision } from "./approvals.js";
+import { planRates } from "./breakers.js";
+import { compilePolicy, type CompiledPolicy } from "./compile.js";
+import type { ApprovalRecord, DryRunPreview, GovernanceStore, QuotaCharge } from "./contract.js";
+import { checkPreview } from "./dry-run.js";
+import * as say from "./messages.js";
+import type { Policy } from "./policy.js";
+import { planQuotas, type QuotaPlan } from "./quotas.js";
+import { breakerScopes } from "./scopes.js";
+
+/** Decides a new approval request in code (return undefined to leave it to a person). Called once per request, by the worker that filed it. */
+export type Approver = (request: ApprovalRecord) => ApprovalDecision | undefined | Promise<ApprovalDecision | undefined>;
+
+export interface GovernanceOptions {
+  readonly policy: Policy | string | undefined;
+  readonly tools: ReadonlyMap<string, AnyTool>;
+  /** The ledger's governance store; undefined for a ledger that keeps none. */
+  readonly store: GovernanceStore | undefined;
+  readonly location: string;
+  readonly owner: string;
+  readonly clock: () => number;
+  readonly approver: Approver | undefined;
+  readonly alert: (alert: Alert) => void;
+}
+
+/** One validated call on its way to the claim. */
+export interface GovernedCall {
+  readonly tool: AnyTool;
+  /** The input as the schema parsed it (conditions, quota sums and the dry run see this). */
+  readonly input: unknown;
+  /** The input as the block gave it (the approval digest binds this). */
+  readonly rawInput: unknown;
+  /** The input as stored (redacted fields replaced). */
+  readonly storedInput: Json;
+  readonly key: string;
+  readonly scope: Scope;
+  readonly toolUseId: string;
+}
+
+export type Admission = { readonly ok: true } | { readonly ok: false; readonly message: string };
+
+export interface Governance {
+  readonly policy: CompiledPolicy;
+  /** Admits the call (quota charged, approval consumed) or refuses it with a tool_result message. Nothing is executed here. */
+  admit(call: GovernedCall): Promise<Admission>;
+}
+
+const OK: Admission = { ok: true };
+const refuse = (message: string): Admission => ({ ok: false, message });
+
+export function createGovernance(options: GovernanceOptions): Governance {
+  const policy = compilePolicy(options.policy, options.tools);
+  const store = options.store ?? noStore(options, policy);
+
+  async function admit(call: GovernedCall): Promise<Admission> {
+    const { tool, scope } = call;
+    if (tool.effect === "read") return OK;
+    const now = options.clock();
+
+    if (store) {
+      const killed = await store.activeKillSwitch(scope.tenant, scope.agent);
+      if (killed) return refuse(say.killSwitchMessage(tool, killed));
+    }
+    if (!policy.isGranted(tool, scope)) return refuse(say.notGrantedMessage(tool, scope, policy.source));
+
+    if (store && policy.rates.length > 0) {
+      const verdict = await store.hitRate({
+        tenant: scope.tenant, key: call.key, scopes: breakerScopes(scope), counts: planRates(policy.rates, tool, scope), now,
+      });
+      if (!verdict.ok) {
+        if (verdict.opened) {
+          options.alert({
+            code: "breaker_open",
+            message: `rate breaker ${verdict.breaker.id} opened (${verdict.breaker.reason}): write and destructive calls in ${verdict.breaker.scope} ` +
+              `are refused until an operator closes it (effectgate breaker close ${verdict.breaker.id})`,
+            tenant: scope.tenant, key: call.key, tool: tool.name,
+          });
+        }
+        return refuse(say.breakerOpenMessage(tool, verdict.breaker));
+      }
+    }
+
+    const plan = planQuotas(policy.quotas, tool, call.input, scope);
+    if ("problem" in plan) return refuse(say.quotaInputMessage(tool, plan.problem));
+    if (store && plan.charges.length > 0) {
+      const usage = await store.quotaUsage(plan.charges.map((c) => c.counter));
+      const over = plan.charges.find((c) => (usage.get(c.counter) ?? 0) + c.amount > c.limit);
+      if (over) return refuse(quotaMessage(tool, plan, over, usage.get(over.counter) ?? 0));
+    }
+
+    const reasons = policy.approvalReasons(tool, call.input);
+    if (reasons.length > 0) {
+      const approved = await approval(call, reasons, now);
+      if (!approved.ok) return approved;
+    }
+
+    if (store && plan.charges.length > 0) {
+      const charged = await store.consumeQuota({ tenant: scope.tenant, key: call.key, charges: plan.charges, now });
+      if (!charged.ok) {
+        const over = plan.charges.find((c) => c.counter === charged.counter) ?? { counter: charged.counter, limit: charged.limit, amount: charged.amount };
+        return refuse(quotaMessage(tool, plan, over, charged.used));
+      }
+    }
+    return OK;
+  }
+
+  async function approval(call: GovernedCall, reasons: string[], now: number): Promise<Admission> {
+    if (!store) throw new EffectgateError("EG_BAD_POLICY", `${call.tool.name} needs approval but the ledger ${options.location} keeps no approvals`);
+    const { tool, scope } = call;
+    const digest = approvalDigest({ tenant: scope.tenant, key: call.key, tool: tool.name, input: call.rawInput, policyVersion: policy.version });
+    const id = approvalId(digest);
+    let record = await store.getApproval(id);
+    let created = false;
+    if (!record) {
+      let preview: DryRunPreview | null = null;
+      if (tool.dryRun) {
+        const ran = await dryRun(call);
+        if (!ran.ok) return ran;
+        preview = ran.preview;
+      } else if (tool.effect === "destructive") {
+        return refuse(say.dryRunFailedMessage(tool, "the tool has no dryRun (every destructive tool needs one)"));
+      }
+      const put = await store.putApproval({
+        id, tenant: scope.tenant, key: call.key, tool: tool.name, effect: tool.effect, task: scope.task, agent: scope.agent ?? null,
+        toolUseId: call.toolUseId, input: call.storedInput, preview, reasons, digest, policyVersion: policy.version,
+        requestedBy: `${scope.agent ?? "an agent"} (worker ${options.owner})`, requestedAt: now, expiresAt: now + policy.ttlMs,
+      });
+      record = put.approval;
+      created = put.created;
+      if (created) record = await announce(record, now);
+    }
+    for (;;) {
+      record = await expireIfDue(store, record, now);
+      switch (record.state) {
+        case "pending":
+          return refuse(say.awaitingApprovalMessage(tool, record, created));
+        case "denied":
+          return refuse(say.approvalDeniedMessage(tool, record));
+        case "expired":
+          return refuse(say.approvalExpiredMessage(tool, record));
+        case "consumed":
+          // Consumed by this very call (same digest, so the same key) earlier: a crash or a twin
+          // between consuming and claiming. The ledger lets the key run at most once.
+          return OK;
+        case "approved": {
+          const consumed = await store.moveApproval(record.id, "approved", { to: "consumed" }, now);
+          if (consumed) return OK;
+          record = (await store.getApproval(record.id)) ?? record;
+        }
+      }
+    }
+  }
+
+  /** A new request: let the `approver` callback decide if there is one; if it stays pending, tell the operators. */
+  async function announce(record: ApprovalRecord, now: number): Promise<ApprovalRecord> {
+    let current = record;
+    if (options.approver && store) {
+      try {
+        const decision = await options.approver(record);
+        if (decision !== undefined) current = (await decideApproval(store, record.id, decision, now)).approval ?? record;
+      } catch (err) {
+        options.alert({
+          code: "approval_requested",
+          message: `the approver callback failed for ${record.id} (${messageOf(err)}); the request stays pending for a person`,
+          tenant: record.tenant, key: record.key, tool: record.tool, cause: err,
+        });
+      }
+    }
+    if (current.state === "pending") {
+      options.alert({
+        code: "approval_requested",
+        message: `${record.tool} call ${record.key} waits for approval ${record.id} (${record.reasons.join("; ")}): effectgate approvals approve ${record.id}`,
+        tenant: record.tenant, key: record.key, tool: record.tool,
+      });
+    }
+    return current;
+  }
+
+  async function dryRun(call: GovernedCall): Promise<{ ok: true; preview: DryRunPreview } | { ok: false; message: string }> {
+    const ctx: ToolContext = {
+      idempotencyKey: call.key, toolUseId: call.toolUseId, scope: call.scope, signal: new AbortController().signal, attempt: 0,
+    };
+    let value: unknown;
+    try {
+      value = await call.tool.dryRun?.(call.input, ctx);
+    } catch (err) {
+      return { ok: false, message: say.dryRunFailedMessage(call.tool, `it threw: ${messageOf(err)}`) };
+    }
+    const checked = checkPreview(value);
+    if (!checked.ok) return { ok: false, message: say.dryRunFailedMessage(call.tool, `its preview is malformed: ${checked.problem}`) };
+    return { ok: true, preview: checked.preview };
+  }
+
+  return { policy, admit };
+}
+
+function quotaMessage(tool: AnyTool, plan: QuotaPlan, over: QuotaCharge, used: number): string {
+  const about = plan.about.get(over.counter);
+  return say.quotaExceededMessage(tool, {
+    description: about?.quota.description ?? over.counter,
+    where: about?.where ?? over.counter,
+    used, limit: over.limit, amount: over.amount,
+    sum: about?.quota.rule.sum,
+  });
+}
+
+/** A ledger without a governance store can only enforce grants; anything needing state is refused up front. */
+function noStore(options: GovernanceOptions, policy: CompiledPolicy): undefined {
+  const needs: string[] = [];
+  const destructive = [...options.tools.values()].filter((t) => t.effect === "destructive").map((t) => t.name);
+  if (destructive.length > 0) needs.push(`approvals for the destructive tools ${destructive.join(", ")}`);
+  if (policy.hasApprovalRules) needs.push("approvals for the policy's approval rules");
+  if (policy.quotas.length > 0) needs.push("quota counters");
+  if (policy.rates.length > 0) needs.push("rate breakers");
+  if (needs.length > 0) {
+    throw new EffectgateError(
+      "EG_BAD_POLICY",
+      `the ledger ${options.location} keeps no governance state (it has no \`governance\` store), but this gate needs ${needs.join(", ")}. ` +
+        `Use memoryLedger(), sqliteLedger() or postgresLedger(), which keep it.`,
+    );
+  }
+  return undefined;
+}

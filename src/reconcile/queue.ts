@@ -1,0 +1,184 @@
+/**
+ * The human queue: everything that needs a person, in one list, with what is known about each.
+ *
+ * - calls in `needs_human` (effectgate cannot tell whether the effect happened) and in
+ *   `compensation_failed` (undoing a completed call failed), each with the open findings about
+ *   the same call attached;
+ * - open reconciliation findings about anything else (orphans, duplicates, mismatches…).
+ *
+ * A needs_human call is resolved by recording what actually happened, as the state table
+ * allows (needs_human → completed | failed): the agent's next replay of the call gets that
+ * answer. A finding is resolved with a note. Resolving a call also closes its open
+ * `unresolved` findings.
+ */
+import { EffectgateError } from "../core/errors.js";
+import { assertTransition } from "../core/states.js";
+import type { Json } from "../core/tool.js";
+import type { CallRecord, Ledger } from "../ledger/contract.js";
+import type { Confirmation, Finding, FindingKind } from "./types.js";
+
+export type QueueKind = "needs_human" | "compensation_failed" | FindingKind;
+
+export interface QueueItem {
+  /** What `queue show` / `queue resolve` take: the call's key, or the finding's id (f_…). */
+  readonly id: string;
+  readonly kind: QueueKind;
+  readonly tenant: string | null;
+  readonly tool: string;
+  readonly key: string;
+  /** Since when it has waited: the call's last change, or when the finding was first seen. */
+  readonly since: number;
+  /** One line: why a person is needed. */
+  readonly summary: string;
+  /** How it is resolved. */
+  readonly resolveWith: string;
+  /** The call, for call items (and for findings about a call the ledger has). */
+  readonly call: CallRecord | null;
+  /** The finding, for finding items. */
+  readonly finding: Finding | null;
+  /** Open findings about the same call (call items). */
+  readonly related: readonly Finding[];
+}
+
+export interface QueueQuery {
+  readonly tenant?: string;
+  /** At most this many of each source (calls per state, findings), default 100. */
+  readonly limit?: number;
+}
+
+const CALL_RESOLVE = {
+  needs_human: "record what actually happened: --completed-with JSON (the result the agent gets) or --failed REASON (no effect happened)",
+  compensation_failed: "undo the effect by hand, then settle it through its saga (effectgate saga --help); the state table allows compensated or needs_human",
+} as const;
+const FINDING_RESOLVE = "check the downstream system, fix what needs fixing there, then resolve it with --note saying what you found or did";
+
+function callItem(record: CallRecord, related: readonly Finding[]): QueueItem {
+  const state = record.state as "needs_human" | "compensation_failed";
+  return {
+    id: record.key, kind: state, tenant: record.tenant, tool: record.tool, key: record.key, since: record.updatedAt,
+    summary: record.error ?? (state === "needs_human" ? "the outcome of this call is unknown" : "undoing this call failed"),
+    resolveWith: CALL_RESOLVE[state], call: record, finding: null, related,
+  };
+}
+
+function findingItem(finding: Finding, call: CallRecord | null): QueueItem {
+  return {
+    id: finding.id, kind: finding.kind, tenant: finding.tenant, tool: finding.tool, key: finding.key, since: finding.firstSeenAt,
+    summary: finding.summary, resolveWith: FINDING_RESOLVE, call, finding, related: [],
+  };
+}
+
+const callId = (tenant: string | null, key: string) => `${tenant ?? ""}\u0000${key}`;
+
+/** Everything that needs a person, oldest first. */
+export async function listQueue(ledger: Ledger, query: QueueQuery = {}): Promise<QueueItem[]> {
+  const limit = query.limit ?? 100;
+  const scope = query.tenant === undefined ? {} : { tenant: query.tenant };
+  const calls = [
+    ...(await ledger.list({ ...scope, state: "needs_human", limit })),
+    ...(await ledger.list({ ...scope, state: "compensation_failed", limit })),
+  ];
+  const findings = ledger.reconcile ? await ledger.reconcile.listFindings({ ...scope, status: "open", limit }) : [];
+  const related = new Map<string, Finding[]>();
+  const byCall = new Set(calls.map((c) => callId(c.tenant, c.key)));
+  const items: QueueItem[] = [];
+  for (const f of findings) {
+    const id = callId(f.tenant, f.key);
+    if (byCall.has(id)) related.set(id, [...(related.get(id) ?? []), f]);
+    else items.push(findingItem(f, null));
+  }
+  for (const c of calls) items.push(callItem(c, related.get(callId(c.tenant, c.key)) ?? []));
+  return items.sort((a, b) => a.since - b.since || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+export interface QueueDetail extends Omit<QueueItem, "kind"> {
+  /** As in the queue, or "call" for a call that is not waiting for anyone (shown on request). */
+  readonly kind: QueueKind | "call";
+  /** Downstream records matched to the call so far (by scans and receipts). */
+  readonly confirmations: readonly Confirmation[];
+}
+
+export type Lookup =
+  | { readonly found: true; readonly item: QueueDetail }
+  | { readonly found: false; readonly why: "none" }
+  /** The key exists in several tenants: say which. */
+  | { readonly found: false; readonly why: "ambiguous"; readonly tenants: readonly string[] };
+
+/**
+ * One queue entry (or any call or finding, queued or not): a finding by id, else a call by key
+ * (in `tenant`, or the only tenant that has it).
+ */
+export async function showQueueItem(ledger: Ledger, id: string, options: { readonly tenant?: string } = {}): Promise<Lookup> {
+  const store = ledger.reconcile;
+  const finding = store ? await store.getFinding(id) : undefined;
+  if (finding) {
+    const call = finding.tenant === null ? undefined : await ledger.get(finding.tenant, finding.key);
+    const confirmations = store && call ? await store.listConfirmations({ tool: call.tool, tenant: call.tenant, key: call.key }) : [];
+    return { found: true, item: { ...findingItem(finding, call ?? null), confirmations } };
+  }
+  const located = await locateCall(ledger, id, options.tenant);
+  if (!located.found) return located;
+  const call = located.record;
+  const open = store ? await store.listFindings({ tenant: call.tenant, key: call.key, status: "open", limit: 1000 }) : [];
+  const confirmations = store ? await store.listConfirmations({ tool: call.tool, tenant: call.tenant, key: call.key }) : [];
+  const item: Omit<QueueDetail, "confirmations"> = call.state === "needs_human" || call.state === "compensation_failed"
+    ? callItem(call, open)
+    : {
+        id: call.key, kind: "call", tenant: call.tenant, tool: call.tool, key: call.key, since: call.updatedAt,
+        summary: `the call is ${call.state}; it is not waiting for a person`, resolveWith: "nothing to resolve", call, finding: null, related: open,
+      };
+  return { found: true, item: { ...item, confirmations } };
+}
+
+async function locateCall(ledger: Ledger, key: string, tenant: string | undefined):
+  Promise<{ found: true; record: CallRecord } | { found: false; why: "none" } | { found: false; why: "ambiguous"; tenants: string[] }> {
+  if (tenant !== undefined) {
+    const record = await ledger.get(tenant, key);
+    return record ? { found: true, record } : { found: false, why: "none" };
+  }
+  const matches = await ledger.list({ key, limit: 1000 });
+  const [only] = matches;
+  if (matches.length === 1 && only) return { found: true, record: only };
+  if (matches.length === 0) return { found: false, why: "none" };
+  return { found: false, why: "ambiguous", tenants: matches.map((m) => m.tenant) };
+}
+
+/** What actually happened to a call a person checked. */
+export type CallResolution =
+  /** The effect happened: this is its result (what the agent's replay of the call gets). */
+  | { readonly completedWith: Json; readonly note?: string; readonly by?: string }
+  /** The effect did not happen. */
+  | { readonly failed: string; readonly note?: string; readonly by?: string };
+
+/**
+ * Settles a needs_human call (compare-and-set: if the call moved meanwhile, nothing is written
+ * and EG_ILLEGAL_TRANSITION or a "changed meanwhile" error says so). Closes the call's open
+ * `unresolved` findings. Returns the settled record.
+ */
+export async function resolveCall(ledger: Ledger, tenant: string, key: string, resolution: CallResolution): Promise<{ record: CallRecord; closedFindings: readonly string[] }> {
+  const record = await ledger.get(tenant, key);
+  if (!record) throw new EffectgateError("EG_BAD_CONTENT", `no call with key ${JSON.stringify(key)} in tenant ${JSON.stringify(tenant)}`);
+  const to = "completedWith" in resolution ? "completed" : "failed";
+  assertTransition(key, record.state, to);
+  const by = resolution.by === undefined ? "" : ` (${resolution.by})`;
+  const note = resolution.note === undefined ? "" : `: ${resolution.note}`;
+  const settled = "completedWith" in resolution
+    ? await ledger.update(tenant, key, record.version, {
+        state: "completed", result: resolution.completedWith, owner: null, error: `settled by a person${by}${note}`,
+      })
+    : await ledger.update(tenant, key, record.version, {
+        state: "failed", owner: null,
+        error: `EG_TOOL_FAILED: ${record.tool} failed (settled by a person${by}): ${resolution.failed}${resolution.note === undefined ? "" : ` (${resolution.note})`}`,
+      });
+  if (!settled) {
+    throw new EffectgateError("EG_IN_PROGRESS", `call ${key} in tenant ${tenant} changed while it was being resolved (it was ${record.state} at version ${record.version}); look at it again`);
+  }
+  const closed: string[] = [];
+  if (ledger.reconcile) {
+    for (const f of await ledger.reconcile.listFindings({ tenant, key, tool: record.tool, status: "open", kind: "unresolved", limit: 1000 })) {
+      const done = await ledger.reconcile.resolveFinding(f.id, { note: `the call was settled by a person as ${to}${note}`, ...(resolution.by === undefined ? {} : { by: resolution.by }) });
+      if (done?.changed) closed.push(f.id);
+    }
+  }
+  return { record: settled, closedFindings: closed };
+}

@@ -1,0 +1,53 @@
+/**
+ * Tool calls tagged with a saga id (`scope.saga`) form a saga: each write or destructive call
+ * is a step named by its tool_use id (key `saga:<id>:<tool_use id>`). When one fails, is not
+ * approved, or has an unknown outcome, the saga's completed steps are compensated in reverse
+ * order and the model is told so; later calls tagged with that saga are not executed. Reads run
+ * as usual and are not steps. A replayed tool_use (resume, duplicate delivery) is answered from
+ * the saga log and the ledger: nothing runs twice.
+ */
+import { messageOf } from "../core/errors.js";
+import type { Scope } from "../core/keys.js";
+import { validate } from "../core/standard-schema.js";
+import { resultBlock, type ToolResultBlock, type ToolUseBlock } from "../gate/blocks.js";
+import { runCall } from "../gate/call.js";
+import { renderResult, type Runtime } from "../gate/runtime.js";
+import { runStep, sagaLogOf, type SagaContext } from "./engine.js";
+import { checkName } from "./keys.js";
+import { ending } from "./saga.js";
+
+export async function runSagaToolUse(rt: Runtime, block: ToolUseBlock, scope: Scope & { readonly saga: string }): Promise<ToolResultBlock> {
+  const { saga: id, ...callScope } = scope;
+  const tool = rt.tools.get(block.name);
+  // Unknown tools, reads and invalid input are answered as usual: they are not steps.
+  if (!tool || tool.effect === "read" || !(await validate(tool.input, block.input)).ok) return runCall(rt, block, callScope);
+  const bad = checkName("saga id", id);
+  if (bad) return resultBlock(block.id, `EG_BAD_CONTENT: scope.saga: ${bad}. Nothing was executed.`, true);
+  try {
+    const ctx: SagaContext = {
+      rt, log: sagaLogOf(rt), tenant: scope.tenant, id, task: scope.task, scope: callScope,
+      approve: undefined, onAbandon: "hold", compensationInputs: new Map(),
+    };
+    const outcome = await runStep(ctx, { name: block.id, tool, input: block.input, toolUseId: block.id });
+    switch (outcome.kind) {
+      case "completed":
+        return resultBlock(block.id, renderResult(outcome.result), false);
+      case "failed":
+        return resultBlock(block.id,
+          `EG_SAGA_FAILED: ${tool.name} ${outcome.reason}. ${ending(outcome.saga)} Nothing more runs in saga ${id}; do not retry these calls under new ids.`, true);
+      case "closed":
+        return resultBlock(block.id,
+          `EG_SAGA_CLOSED: saga ${id} is ${outcome.saga.state}${outcome.saga.reason ? ` (${outcome.saga.reason})` : ""}, so this ${tool.name} call was not executed. ` +
+            `Start a new saga (another scope.saga id) for new work.`, true);
+      case "pending":
+        return resultBlock(block.id, outcome.message, true);
+      case "rejected":
+        return resultBlock(block.id, `${outcome.code}: ${outcome.message}`, true);
+    }
+  } catch (err) {
+    const message = messageOf(err);
+    return resultBlock(block.id,
+      `${/^EG_[A-Z_]+: /.test(message) ? message : `EG_LEDGER_UNAVAILABLE: ${message}`}. Saga ${id} could not be brought up to date; ` +
+        `repeat this same call once the ledger is reachable to settle it, and do not retry it under a new id.`, true);
+  }
+}

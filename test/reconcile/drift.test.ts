@@ -1,0 +1,9 @@
+import { join } from "node:path";
+import { memoryLedger } from "../../src/ledger/memory.js";
+import { sqliteLedger } from "../../src/ledger/sqlite.js";
+import { tempDir } from "../support/tmp.js";
+import { runDriftScenario } from "./drift.js";
+
+const dir = tempDir("effectgate-drift-");
+runDriftScenario("memory", () => memoryLedger());
+runDriftScenario("sqlite", () => sqliteLedger(join(dir, "drift.db"), { durability: "process" }));

@@ -1,0 +1,10 @@
+import { join } from "node:path";
+import { memoryLedger } from "../../src/ledger/memory.js";
+import { sqliteLedger } from "../../src/ledger/sqlite.js";
+import { tempDir } from "../support/tmp.js";
+import { runReconcileContract } from "./contract.js";
+
+const dir = tempDir("effectgate-reconcile-");
+let n = 0;
+runReconcileContract("memory", { make: () => memoryLedger() });
+runReconcileContract("sqlite", { make: () => sqliteLedger(join(dir, `reconcile-${n++}.db`), { durability: "process" }) });
