@@ -3,7 +3,7 @@
  * governance state kept in the ledger file. Listing opens the ledger read-only; changing
  * (kill on/off, breaker close, approve, deny) opens it writable but never creates a file.
  */
-import { userInfo } from "node:os";
+import { defaultOperator } from "./operator.js";
 import type { Ledger } from "../ledger/contract.js";
 import { decideApproval } from "../governance/approvals.js";
 import type { ApprovalRecord, ApprovalState, GovernanceStore, KillSwitch, KillTarget } from "../governance/contract.js";
@@ -12,14 +12,6 @@ import { CliError, EXIT_FAILURE } from "./errors.js";
 import { indent, iso, relative, short, table } from "./format.js";
 import { openLedgerForChanges, openLedgerForReading } from "./open-ledger.js";
 
-/** The default for --by: the operating-system user running the command. */
-export function defaultOperator(): string {
-  try {
-    return userInfo().username || "operator";
-  } catch {
-    return "operator";
-  }
-}
 
 interface Opened {
   readonly ledger: Ledger;

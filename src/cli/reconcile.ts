@@ -1,6 +1,6 @@
 /** `effectgate reconcile` and `effectgate queue ls|show|resolve`. */
+import { defaultOperator } from "./operator.js";
 import { existsSync } from "node:fs";
-import { userInfo } from "node:os";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { isEffectgateError, messageOf } from "../core/errors.js";
@@ -24,14 +24,6 @@ async function withLedger<T>(opened: { ledger: Ledger; file: string } | Promise<
   }
 }
 
-const byDefault = (by: string | undefined) => {
-  if (by !== undefined) return by;
-  try {
-    return userInfo().username;
-  } catch {
-    return "unknown";
-  }
-};
 
 // ---- reconcile ----------------------------------------------------------------------------------
 
@@ -222,7 +214,7 @@ export async function queueResolve(
       throw new CliError(`--completed-with must be JSON (the call's result), e.g. '{"id":"ch_42"}' or '"sent"': ${messageOf(err)}`, EXIT_USAGE);
     }
   }
-  const by = byDefault(options.by);
+  const by = options.by ?? defaultOperator();
   await withLedger(openLedgerForChanges(options.db), async (ledger, file) => {
     const item = await lookUp(ledger, file, id, options.tenant);
     if (item.finding) {

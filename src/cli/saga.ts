@@ -1,5 +1,5 @@
 /** `effectgate saga ls|show|compensate|resolve`: the saga log of a ledger file. */
-import { userInfo } from "node:os";
+import { defaultOperator } from "./operator.js";
 import type { Json } from "../core/tool.js";
 import type { Ledger } from "../ledger/contract.js";
 import type { SagaEvent, SagaLog, SagaRecord, SagaState, SagaStepRecord } from "../saga/contract.js";
@@ -28,14 +28,6 @@ async function withLedger<T>(ledger: Ledger, fn: (log: SagaLog) => Promise<T>): 
 }
 
 
-const whoami = (by: string | undefined) => {
-  if (by !== undefined) return by;
-  try {
-    return userInfo().username;
-  } catch {
-    return "operator";
-  }
-};
 
 /** The saga `id` names: in `tenant`, or the only tenant that has it. */
 async function findSaga(log: SagaLog, id: string, tenant: string | undefined, file: string): Promise<SagaRecord> {
@@ -103,7 +95,7 @@ export async function sagaCompensate(id: string, options: { db: string; tenant?:
   await withLedger(ledger, async (log) => {
     const found = await findSaga(log, id, options.tenant, file);
     const was = found.state;
-    const status = await requestSagaCompensation(ledger, found.tenant, found.id, options.note, whoami(options.by));
+    const status = await requestSagaCompensation(ledger, found.tenant, found.id, options.note, options.by ?? defaultOperator());
     const steps = status.steps.filter((s) => s.state === "completed" && s.compensable && s.compensation !== null).length;
     process.stdout.write(was === "compensating"
       ? `Saga ${id} (tenant ${found.tenant}) is already compensating; nothing changed.\n`
@@ -121,7 +113,7 @@ export async function sagaResolve(id: string, options: { db: string; tenant?: st
   await withLedger(ledger, async (log) => {
     const found = await findSaga(log, id, options.tenant, file);
     const status = await resolveSaga(ledger, found.tenant, found.id, {
-      note: options.note, outcome: options.undone === true ? "undone" : "kept", by: whoami(options.by),
+      note: options.note, outcome: options.undone === true ? "undone" : "kept", by: options.by ?? defaultOperator(),
     });
     process.stdout.write(`Saga ${id} (tenant ${found.tenant}) is resolved: ${status.resolution ?? ""}\n`);
   });

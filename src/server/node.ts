@@ -4,6 +4,7 @@
  * wrapping `res.writeHead` / `res.write` / `res.end`: the whole response is buffered, stored in
  * the ledger, and only then sent with the `end` that was in place when the middleware ran.
  */
+import { readBodyLimited } from "./body.js";
 import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import {
   bodyFromBytes, bodyTooLarge, clientIdFailed, createIdempotencyCore, handlerFailed, invalidJson, storableHeaders,
@@ -201,28 +202,7 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
  */
 async function readBody(req: IncomingMessage & IdempotentRequestFields, limit: number): Promise<{ body: FingerprintBody } | { reject: HttpResponse }> {
   if (req.readableEnded) return { body: req.body === undefined ? { kind: "none" } : bodyFromParsed(req.body) };
-  const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > limit) return { reject: bodyTooLarge(limit) };
-  const raw = await new Promise<Buffer | undefined>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer | string) => {
-      const buf = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-      size += buf.length;
-      if (size > limit) {
-        // Keep draining (and dropping) the rest, so the 413 can still be sent on this connection.
-        req.off("data", onData);
-        req.resume();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(buf);
-    };
-    req.on("data", onData);
-    req.once("end", () => resolve(Buffer.concat(chunks)));
-    req.once("error", reject);
-    req.once("close", () => reject(new Error("the request was closed before its body was read")));
-  });
+  const raw = await readBodyLimited(req, limit);
   if (raw === undefined) return { reject: bodyTooLarge(limit) };
   req.rawBody = raw;
   // Tell a body-parser mounted after us that the body was read.

@@ -22,6 +22,7 @@
  *
  * Bodies are never logged nor passed to `onError`.
  */
+import { readBodyLimited } from "./body.js";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isEffectgateError } from "../core/errors.js";
@@ -172,7 +173,7 @@ export function receiptsEndpoint(options: ReceiptEndpointOptions): (req: Incomin
       if (req.readableEnded && !Buffer.isBuffer((req as { rawBody?: unknown }).rawBody)) {
         return send(res, problem(400, "body_already_read", "a body parser read the body before the receipts endpoint: mount it before any parser (the signature is over the raw bytes)"));
       }
-      const body = req.readableEnded ? (req as { rawBody?: Buffer }).rawBody : await readRaw(req, maxBodyBytes);
+      const body = req.readableEnded ? (req as { rawBody?: Buffer }).rawBody : await readBodyLimited(req, maxBodyBytes);
       if (body === undefined || body.length > maxBodyBytes) return send(res, problem(413, "body_too_large", `the body is larger than ${maxBodyBytes} bytes`));
       const values = req.headersDistinct[header];
       if (values !== undefined && values.length > 1) return send(res, problem(401, "signature_invalid", `send one ${options.header ?? DEFAULT_SIGNATURE_HEADER} header`));
@@ -243,31 +244,3 @@ function send(res: ServerResponse, reply: Reply, retryAfter = false): void {
   res.end(reply.body);
 }
 
-/** The raw body, or undefined when it is larger than `limit` (the rest is drained so the answer can be sent). */
-function readRaw(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
-  const declared = Number(req.headers["content-length"]);
-  return new Promise((resolve, reject) => {
-    if (Number.isFinite(declared) && declared > limit) {
-      req.resume();
-      resolve(undefined);
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer | string) => {
-      const buf = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-      size += buf.length;
-      if (size > limit) {
-        req.off("data", onData);
-        req.resume();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(buf);
-    };
-    req.on("data", onData);
-    req.once("end", () => resolve(Buffer.concat(chunks)));
-    req.once("error", reject);
-    req.once("close", () => reject(new Error("the request was closed before its body was read")));
-  });
-}
