@@ -1,4 +1,6 @@
 /** Helpers for the server middleware tests: real node:http servers on 127.0.0.1, deferred promises, ledgers per store. */
+import { postgresLedger } from "../../src/ledger/postgres.js";
+import { usePostgres } from "../support/pg.js";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -45,13 +47,16 @@ export interface StoreCase {
   make(clock: () => number): Ledger;
 }
 
+/** Call at the top level of a test file: the PostgreSQL case registers the file's database hooks. */
 export function storeCases(): StoreCase[] {
   const dir = tempDir("effectgate-server-");
+  const pg = usePostgres();
   let n = 0;
   return [
     { name: "memory", make: (clock) => memoryLedger({ clock }) },
-    // SQLite stamps records with the real clock, so the test clock starts at the real time and only moves forward.
+    // SQLite and PostgreSQL stamp records with the real clock, so the test clock starts at the real time and only moves forward.
     { name: "sqlite", make: () => sqliteLedger(join(dir, `server-${n++}.db`)) },
+    { name: "postgres", make: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema() }) },
   ];
 }
 
