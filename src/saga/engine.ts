@@ -284,7 +284,13 @@ function planCompensation(ctx: SagaContext, req: StepRequest): Plan {
 
 async function ask(ctx: SagaContext, req: StepRequest, input: Json, reason: string): Promise<{ approved: boolean; why: string }> {
   const policy = ctx.approve ?? ctx.rt.approveNonCompensable;
-  if (!policy) return { approved: false, why: `${reason}, and no approveNonCompensable policy was given (saga or gate options), so it was refused` };
+  if (!policy) {
+    // The gate's governance policy asks a person for this call (a durable approval request):
+    // the step is let through to it, and the gated call waits for that approval before running.
+    const governed = ctx.rt.governance?.policy.approvalReasons(req.tool, input) ?? [];
+    if (governed.length > 0) return { approved: true, why: `approval left to the governance policy (${governed.join("; ")})` };
+    return { approved: false, why: `${reason}, and neither an approveNonCompensable policy (saga or gate options) nor a governance approval rule covers it, so it was refused` };
+  }
   try {
     const answer = await policy({
       tenant: ctx.tenant, sagaId: ctx.id, task: ctx.task, step: req.name, tool: req.tool.name, effect: req.tool.effect, input, reason,

@@ -16,6 +16,7 @@ import { stepKey } from "../../src/saga/keys.js";
 import { ToolRejected } from "../../src/gate/outcome.js";
 import { ledgerCheckpoint } from "../../src/checkpoint/ledger.js";
 import { toolUse } from "../support/tools.js";
+import { decideApproval } from "../../src/governance/approvals.js";
 
 const scope = { tenant: "acme", task: "order-7" };
 
@@ -180,10 +181,29 @@ describe("sagas: failure and compensation", () => {
     expect(err.code).toBe("EG_SAGA_FAILED");
     expect(err.status.steps.at(-1)).toMatchObject({
       name: "mail", state: "refused", approval: "refused",
-      error: expect.stringMatching(/mail is marked compensable: false, and no approveNonCompensable policy was given/),
+      error: expect.stringMatching(/mail is marked compensable: false, and neither an approveNonCompensable policy .* nor a governance approval rule covers it/),
     });
     expect(w.count("mail")).toBe(0);
     expect(w.log).toEqual(["reserve", "charge", "ship", "unship", "refund", "unreserve"]);
+  });
+
+  it("a non-compensable step the governance policy lists waits for a durable approval, then runs once", async () => {
+    const w = world();
+    const ledger = memoryLedger();
+    const g = gateFor(w, ledger, { policy: { nonCompensable: ["mail"] } });
+    const saga = g.gate.saga("o-9", scope);
+    await saga.step("reserve", g.t.reserve, { n: 1 });
+    await expect(saga.step("mail", g.t.mail, { n: 1 })).rejects.toThrow(/EG_AWAITING_APPROVAL/);
+    expect(w.count("mail")).toBe(0);
+    expect((await saga.status())?.state).toBe("running");
+    const [request] = await ledger.governance!.listApprovals({ state: "pending" });
+    expect(request).toMatchObject({ tool: "mail" });
+    await decideApproval(ledger.governance!, request!.id, { approve: true, by: "alice" }, Date.now());
+    await saga.step("mail", g.t.mail, { n: 1 });
+    await saga.step("mail", g.t.mail, { n: 1 });
+    expect(w.count("mail")).toBe(1);
+    await saga.finish();
+    expect((await saga.status())?.state).toBe("completed");
   });
 
   it("the saga's own policy overrides the gate's; it sees the step; a throwing policy refuses", async () => {
@@ -422,7 +442,7 @@ describe("sagas: tagged agent calls", () => {
     const tagged = { ...scope, saga: "chat-2" };
     await g.gate.runToolUses([toolUse("toolu_1", "reserve", { n: 1 })], tagged);
     const [r] = await g.gate.runToolUses([toolUse("toolu_2", "mail", { n: 1 })], tagged);
-    expect(r!.content).toMatch(/^EG_SAGA_FAILED: mail .*no approveNonCompensable policy/);
+    expect(r!.content).toMatch(/^EG_SAGA_FAILED: mail .*neither an approveNonCompensable policy .* nor a governance approval rule covers it/);
     expect(w.log).toEqual(["reserve", "unreserve"]);
   });
 });
