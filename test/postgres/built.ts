@@ -1,22 +1,14 @@
 /** The multi-process tests run the BUILT package: refuse a missing or stale dist/ by name. */
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { requireBuild } from "../support/processes.js";
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
-const entry = join(root, "dist", "postgres.js");
-
-function sourceFiles(at: string): string[] {
-  return readdirSync(at, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? sourceFiles(join(at, e.name)) : e.name.endsWith(".ts") ? [join(at, e.name)] : []);
-}
+const entry = join(fileURLToPath(new URL("../../", import.meta.url)), "dist", "postgres.js");
 
 export function requireFreshBuild(): void {
+  requireBuild();
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first (npm test does it)`);
-  // A stale dist would test yesterday's code and pass.
-  const built = statSync(entry).mtimeMs;
-  const newer = sourceFiles(join(root, "src", "ledger")).find((f) => statSync(f).mtimeMs > built);
-  if (newer) throw new Error(`dist/ is older than ${newer}: run \`npm run build\` before these tests (\`npm test\` does it)`);
 }
 
 export const WORKER = fileURLToPath(new URL("./fixtures/pg-worker.mjs", import.meta.url));

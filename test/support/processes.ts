@@ -1,12 +1,24 @@
 /** Child processes for multi-process tests: start, wait for a line, collect output, await exit. */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const DIST_INDEX = fileURLToPath(new URL("../../dist/index.js", import.meta.url));
 
+const SRC = fileURLToPath(new URL("../../src", import.meta.url));
+
+function sourceFiles(at: string): string[] {
+  return readdirSync(at, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(at, e.name)) : e.name.endsWith(".ts") ? [join(at, e.name)] : []);
+}
+
+/** Multi-process tests run the BUILT package: refuse a missing or stale dist/ by name (a stale one would test yesterday's code and pass). */
 export function requireBuild(): void {
   if (!existsSync(DIST_INDEX)) throw new Error(`${DIST_INDEX} is missing: run \`npm run build\` first (npm test does it)`);
+  const built = statSync(DIST_INDEX).mtimeMs;
+  const newer = sourceFiles(SRC).find((f) => statSync(f).mtimeMs > built);
+  if (newer) throw new Error(`dist/ is older than ${newer}: run \`npm run build\` before these tests (\`npm test\` does it)`);
 }
 
 export interface Worker {
