@@ -55,7 +55,8 @@ function buildProgram(): Command {
     .description(
       "effectgate makes the side effects of AI-agent tool calls (tickets, charges, e-mails…) happen effectively once " +
         "through crashes, retries and replays: every write call is recorded in a ledger before it runs. " +
-        "This command inspects that ledger and runs demonstrations.",
+        "This command inspects and operates that ledger (approvals, kill switch, breakers, the human queue, sagas, " +
+        "reconciliation) and runs demonstrations.",
     )
     .version(version(), "-V, --version", "print the effectgate version")
     .helpOption("-h, --help", "show help for a command")
