@@ -9,7 +9,6 @@
  * No sleeps: every step waits for the child's exit. A claim's owner id names the child's pid,
  * so the fresh process sees at once that the holder is dead (no lease to wait out).
  */
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -21,7 +20,7 @@ import type { RecoverySummary } from "../../src/gate/recover.js";
 import type { GateStats } from "../../src/gate/runtime.js";
 import type { FaultPoint } from "../../src/testing/faults.js";
 import { FAULT_POINTS } from "../../src/testing/index.js";
-import { requireBuild } from "../support/processes.js";
+import { requireBuild, runFixture, type FixtureExit } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
 
 const agent = fileURLToPath(new URL("./fixtures/agent.mjs", import.meta.url));
@@ -49,40 +48,11 @@ interface Job {
   readonly scope?: typeof scope;
 }
 
-interface Exit {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly lines: unknown[];
-  readonly stderr: string;
-}
+type Exit = FixtureExit;
 
-/**
- * Runs the agent fixture to its end (exit or death) and collects its JSON lines. It waits for
- * "close", not "exit" as support/processes.ts's startWorker does: at "exit" the child's stdout
- * may not have been read to the end yet, and the outcome is its last line.
- */
+/** Runs the agent fixture to its end (exit or death) and collects its JSON lines. */
 function runAgent(job: Job): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [agent, JSON.stringify(job)], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s));
-    child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
-    // A watchdog, not a synchronisation: a hung child fails the test instead of hanging it.
-    const watchdog = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`agent (${job.mode}) hung for 20 s; stderr:\n${stderr}`));
-    }, 20_000);
-    child.on("error", (err) => {
-      clearTimeout(watchdog);
-      reject(err);
-    });
-    child.on("close", (code, signal) => {
-      clearTimeout(watchdog);
-      const lines = stdout.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as unknown);
-      resolve({ code, signal, lines, stderr });
-    });
-  });
+  return runFixture(agent, job, { cwd: dir, label: `agent (${job.mode})` });
 }
 
 interface Outcome {

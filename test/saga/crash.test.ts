@@ -13,14 +13,13 @@
  * No sleeps: every step waits for the child's exit. Owner ids name the child's pid, so the fresh
  * process sees at once that the killed driver is dead.
  */
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { startShopService, type ShopEndpoint, type ShopService } from "../../src/demo/shop-service.js";
 import type { SagaStatus } from "../../src/saga/types.js";
 import type { RecoverySummary } from "../../src/gate/recover.js";
-import { requireBuild } from "../support/processes.js";
+import { requireBuild, runFixture, type FixtureExit } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
 
 const fixture = fileURLToPath(new URL("./fixtures/shop-saga.mjs", import.meta.url));
@@ -43,27 +42,8 @@ interface Outcome {
   readonly survived: true;
 }
 
-function runChild(job: Record<string, unknown>): Promise<{ code: number | null; signal: NodeJS.Signals | null; lines: unknown[]; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [fixture, JSON.stringify(job)], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s));
-    child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
-    // A watchdog, not a synchronisation: a hung child fails the test instead of hanging it.
-    const watchdog = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`child (${String(job.mode)}) hung for 20 s; stderr:\n${stderr}`));
-    }, 20_000);
-    child.on("error", (err) => {
-      clearTimeout(watchdog);
-      reject(err);
-    });
-    child.on("close", (code, signal) => {
-      clearTimeout(watchdog);
-      resolve({ code, signal, stderr, lines: stdout.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as unknown) });
-    });
-  });
+function runChild(job: Record<string, unknown>): Promise<FixtureExit> {
+  return runFixture(fixture, job, { cwd: dir, label: `child (${String(job.mode)})` });
 }
 
 /** Kills the first child at `kill`, then runs a fresh one in `then` mode; returns the fresh one's outcome. */

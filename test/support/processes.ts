@@ -63,3 +63,38 @@ export function startWorker(script: string, args: readonly string[]): Worker {
     }),
   };
 }
+
+/** How a one-shot fixture process ended, with the JSON lines it printed. */
+export interface FixtureExit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly lines: unknown[];
+  readonly stderr: string;
+}
+
+/**
+ * Runs a fixture script with one JSON job argument to its end (exit or death) and parses each
+ * stdout line as JSON. Waits for "close", not "exit": at "exit" the last lines may still be unread.
+ */
+export function runFixture(script: string, job: unknown, options: { cwd: string; label: string }): Promise<FixtureExit> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, JSON.stringify(job)], { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s));
+    child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
+    // A watchdog, not a synchronisation: a hung child fails the test instead of hanging it.
+    const watchdog = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${options.label} hung for 20 s; stderr:\n${stderr}`));
+    }, 20_000);
+    child.on("error", (err) => {
+      clearTimeout(watchdog);
+      reject(err);
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(watchdog);
+      resolve({ code, signal, stderr, lines: stdout.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as unknown) });
+    });
+  });
+}
