@@ -37,7 +37,7 @@ import type { CallRecord, ClaimRequest, ClaimResult, Ledger, ListQuery, RecordUp
 import { describeTarget, isConnectionError, isDamageError, isPoolTimeout, isStalePlan, reasonOf, targetOf, type Target } from "./postgres/errors.js";
 import { applyMigrations, readSchemaVersion, SCHEMA_VERSION, SchemaTooNew } from "./postgres/migrations.js";
 import { decodeCall, decodeMillis, RAW_TYPES, RowDamage, type RawRow } from "./postgres/rows.js";
-import { NOW_MS, postgresStatements, type Statement } from "./postgres/statements.js";
+import { equalityFilters, NOW_MS, postgresStatements, type Statement } from "./postgres/statements.js";
 import { postgresReconcileStore } from "../reconcile/postgres.js";
 import { postgresSagaLog } from "./postgres/sagas.js";
 import { postgresGovernance } from "../governance/postgres.js";
@@ -272,17 +272,7 @@ export function postgresLedger(connection: PostgresConnection, options: Postgres
     remove: (tenant, key, version) => run(OPS.remove, async () => (await query(sql.remove, [tenant, key, version])).rowCount === 1),
     list: (q: ListQuery = {}) =>
       run(OPS.list, async () => {
-        const filters: string[] = [];
-        const values: unknown[] = [];
-        const filter = (column: string, value: string | undefined) => {
-          if (value === undefined) return;
-          values.push(value);
-          filters.push(`${column} = $${values.length}`);
-        };
-        filter("tenant", q.tenant);
-        filter("state", q.state);
-        filter("tool", q.tool);
-        filter("key", q.key);
+        const { filters, values } = equalityFilters([["tenant", q.tenant], ["state", q.state], ["tool", q.tool], ["key", q.key]]);
         values.push(q.limit ?? 100);
         return (await query(sql.list(filters, values.length), values)).rows.map(decodeCall);
       }),

@@ -17,7 +17,7 @@ import { applySagaUpdate, applyStepUpdate, isCompensation, newSaga, newStep } fr
 import { isSagaState, isStepState } from "../../saga/states.js";
 import { isConnectionError } from "./errors.js";
 import { RAW_TYPES, type RawRow } from "./rows.js";
-import { NOW_MS } from "./statements.js";
+import { equalityFilters, NOW_MS } from "./statements.js";
 
 /** What the saga log borrows from the ledger that owns the pool. */
 export interface PostgresSagaAccess {
@@ -286,16 +286,7 @@ export function postgresSagaLog(access: PostgresSagaAccess): SagaLog {
           [tenant, id, options.limit ?? 1000])).rows.map(decodeEvent)),
     list: (query: SagaQuery = {}) =>
       read("list sagas", async (client) => {
-        const filters: string[] = [];
-        const values: unknown[] = [];
-        const filter = (column: string, value: string | undefined) => {
-          if (value === undefined) return;
-          values.push(value);
-          filters.push(`${column} = $${values.length}`);
-        };
-        filter("tenant", query.tenant);
-        filter("state", query.state);
-        filter("saga_id", query.id);
+        const { filters, values } = equalityFilters([["tenant", query.tenant], ["state", query.state], ["saga_id", query.id]]);
         values.push(query.limit ?? 100);
         return (await q(client,
           `SELECT ${SAGA_COLS} FROM ${s}.sagas ${filters.length ? `WHERE ${filters.join(" AND ")}` : ""} ORDER BY n LIMIT $${values.length}`,

@@ -22,6 +22,21 @@ const COLS = COLUMNS.join(", ");
 const R_COLS = COLUMNS.map((c) => `r.${c}`).join(", ");
 
 /** A statement text and, for the per-call ones, the name it is prepared under on each connection. */
+/**
+ * `column = $n` conditions for the optional filters that are given, numbered from $1, with
+ * their values; the caller appends further parameters (a LIMIT) after them.
+ */
+export function equalityFilters(pairs: readonly (readonly [column: string, value: string | undefined])[]): { filters: string[]; values: unknown[] } {
+  const filters: string[] = [];
+  const values: unknown[] = [];
+  for (const [column, value] of pairs) {
+    if (value === undefined) continue;
+    values.push(value);
+    filters.push(`${column} = $${values.length}`);
+  }
+  return { filters, values };
+}
+
 export interface Statement {
   readonly text: string;
   /** Derived from the text, so two ledgers (schemas, durabilities) on one pool never collide. */
