@@ -20,7 +20,7 @@
  * command-line arguments, the worker's exit status and one JSON line on the worker's stdout.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentCheckpoint, CheckpointStore } from "../checkpoint/checkpoint.js";
@@ -35,6 +35,7 @@ import { killAt } from "../testing/index.js";
 import { startTicketService } from "./ticket-service.js";
 import { createTicketTool } from "./ticket-tool.js";
 import { CRASH_WAYS, type CrashWayName } from "./crash-ways.js";
+import { withScratchDir } from "./scratch.js";
 
 export { CRASH_INTRO, CRASH_WAYS, isCrashWayName, type CrashWayName } from "./crash-ways.js";
 
@@ -61,26 +62,14 @@ export interface CrashDemoOptions {
 
 /** Runs the three ways in turn; temp files live under os.tmpdir() and are removed before this returns. */
 export async function runCrashDemo(options: CrashDemoOptions): Promise<CrashScenario[]> {
-  const root = mkdtempSync(join(tmpdir(), "effectgate-demo-crash-"));
-  const cleanUp = () => rmSync(root, { recursive: true, force: true });
-  const onSignal = (signal: NodeJS.Signals) => {
-    cleanUp();
-    process.kill(process.pid, signal);
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
-  try {
+  return withScratchDir(tmpdir(), "effectgate-demo-crash-", {}, async (root) => {
     const scenarios: CrashScenario[] = [];
     for (const way of CRASH_WAYS) {
       options.onProgress?.(`running "${way.label}"…`);
       scenarios.push(await runWay(way.name, join(root, way.name), options));
     }
     return scenarios;
-  } finally {
-    process.removeListener("SIGINT", onSignal);
-    process.removeListener("SIGTERM", onSignal);
-    cleanUp();
-  }
+  });
 }
 
 async function runWay(name: CrashWayName, dir: string, options: CrashDemoOptions): Promise<CrashScenario> {

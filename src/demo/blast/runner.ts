@@ -5,7 +5,7 @@
  * another, so their timings do not disturb each other.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -17,6 +17,7 @@ import { startServices, type FaultKind } from "./services.js";
 import { groundTruth, type GroundTruth } from "./truth.js";
 import { configPath, killLogPath, outcomeLogPath, tasksOf, workerRoles, type WorkerConfig, type WorkerRole } from "./worker.js";
 import { buildWorkload, type Workload } from "./workload.js";
+import { withScratchDir } from "../scratch.js";
 
 /** The default size: measured to finish well under a minute on a 2-core machine (docs/demo.md). */
 export const DEFAULT_TASKS = 120;
@@ -73,17 +74,8 @@ export interface BlastRun {
 export async function runBlast(options: BlastOptions): Promise<BlastRun> {
   const workload = buildWorkload(options.seed, options.tasks);
   const chosen = options.levels ? LEVELS.filter((l) => options.levels?.includes(l.key)) : LEVELS;
-  const root = mkdtempSync(join(scratchRoot(), "effectgate-demo-"));
   // EFFECTGATE_DEMO_KEEP=1 keeps every level's directory (config, checkpoints, ledger, outcome logs, effects.json) for a look.
-  const keep = process.env.EFFECTGATE_DEMO_KEEP === "1";
-  const cleanUp = () => (keep ? process.stderr.write(`effectgate demo: kept ${root}\n`) : rmSync(root, { recursive: true, force: true }));
-  const onSignal = (signal: NodeJS.Signals) => {
-    cleanUp();
-    process.kill(process.pid, signal);
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
-  try {
+  return withScratchDir(scratchRoot(), "effectgate-demo-", { keep: process.env.EFFECTGATE_DEMO_KEEP === "1" }, async (root) => {
     const runnable: Level[] = [];
     const availability = new Map<Level, LevelRow["result"]>();
     for (const level of chosen) {
@@ -102,11 +94,7 @@ export async function runBlast(options: BlastOptions): Promise<BlastRun> {
       rows.push({ level, result: await runLevel(level, dir, workload, options, runnable.indexOf(level), runnable.length) });
     }
     return { seed: options.seed, tasks: options.tasks, store: options.store.kind, workload, rows };
-  } finally {
-    process.removeListener("SIGINT", onSignal);
-    process.removeListener("SIGTERM", onSignal);
-    cleanUp();
-  }
+  });
 }
 
 async function runLevel(level: Level, dir: string, workload: Workload, options: BlastOptions, index: number, of: number): Promise<LevelRow["result"]> {
