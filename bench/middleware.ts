@@ -24,7 +24,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import { join } from "node:path";
 import { memoryLedger, sqliteLedger, type Ledger } from "../src/index.js";
-import { idempotencyMiddleware, type IdempotentRequestFields } from "../src/server/index.js";
+import { idempotencyMiddleware, type IdempotentRequestFields } from "../src/server.js";
 import { collectGarbage, fmtUs, summarize, table, usSince, type Summary } from "./lib/stats.js";
 
 const argv = process.argv.slice(2);

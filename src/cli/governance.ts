@@ -4,9 +4,9 @@
  * (kill on/off, breaker close, approve, deny) opens it writable but never creates a file.
  */
 import { defaultOperator } from "./operator.js";
-import type { Ledger } from "../ledger/contract.js";
+import type { Ledger } from "../contracts/calls.js";
 import { decideApproval } from "../governance/approvals.js";
-import type { ApprovalRecord, ApprovalState, GovernanceStore, KillSwitch, KillTarget } from "../governance/contract.js";
+import type { ApprovalRecord, ApprovalState, GovernanceStore, KillSwitch, KillTarget } from "../contracts/governance.js";
 import { describePreview } from "../governance/dry-run.js";
 import { CliError, EXIT_FAILURE } from "./errors.js";
 import { indent, iso, relative, short, table } from "./format.js";

@@ -1,7 +1,7 @@
 /** `effectgate ledger ls` and `effectgate ledger show`: read-only views of a ledger file. */
 import type { CallState } from "../core/states.js";
 import type { Json } from "../core/tool.js";
-import type { CallRecord, ListQuery } from "../ledger/contract.js";
+import type { CallRecord, ListQuery } from "../contracts/calls.js";
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from "./errors.js";
 import { hanging, indent, iso, relative, short, table } from "./format.js";
 import { openLedgerForReading } from "./open-ledger.js";

@@ -6,8 +6,8 @@
 import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { messageOf } from "../core/errors.js";
-import type { Ledger } from "../ledger/contract.js";
-import { sqliteLedger } from "../ledger/sqlite.js";
+import type { Ledger } from "../contracts/calls.js";
+import { sqliteLedger } from "../stores/sqlite/calls.js";
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from "./errors.js";
 
 export interface OpenedLedger {
@@ -21,7 +21,7 @@ let postgresTarget: { readonly where: string; open(mode: "read" | "change"): Led
 
 /** Points the operator commands at a PostgreSQL ledger. Loads `pg` only now, so file users never need it. */
 export async function usePostgres(url: string, schema?: string): Promise<void> {
-  const { postgresLedger } = await import("../ledger/postgres.js").catch((err: unknown) => {
+  const { postgresLedger } = await import("../stores/postgres/calls.js").catch((err: unknown) => {
     throw new CliError(`--pg needs the \`pg\` package: npm install pg (${messageOf(err)})`, EXIT_FAILURE);
   });
   postgresTarget = {

@@ -3,8 +3,8 @@
  * Their actions live in saga.ts and load only when a command runs.
  */
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { SAGA_STATES } from "../saga/states.js";
-import type { SagaState } from "../saga/contract.js";
+import { SAGA_STATES } from "../contracts/saga-states.js";
+import type { SagaState } from "../contracts/sagas.js";
 import { DEFAULT_LEDGER_PATH } from "./defaults.js";
 
 const readDb = () =>

@@ -1,8 +1,8 @@
 /** `effectgate saga ls|show|compensate|resolve`: the saga log of a ledger file. */
 import { defaultOperator } from "./operator.js";
 import type { Json } from "../core/tool.js";
-import type { Ledger } from "../ledger/contract.js";
-import type { SagaEvent, SagaLog, SagaRecord, SagaState, SagaStepRecord } from "../saga/contract.js";
+import type { Ledger } from "../contracts/calls.js";
+import type { SagaEvent, SagaLog, SagaRecord, SagaState, SagaStepRecord } from "../contracts/sagas.js";
 import { requestSagaCompensation, resolveSaga } from "../saga/operator.js";
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from "./errors.js";
 import { hanging, indent, iso, relative, short, table } from "./format.js";

@@ -6,10 +6,10 @@
 import { EffectgateError } from "./errors.js";
 import type { Scope } from "./keys.js";
 import type { StandardSchemaV1 } from "./standard-schema.js";
-import type { ProbePolicy, RetryPolicy } from "../gate/policy.js";
-import type { DownstreamRecord, FieldDifference, LookupContext, LookupWindow, RecordedCall } from "../reconcile/types.js";
-import type { DryRunPreview } from "../governance/contract.js";
-import { sandboxProblem, type SandboxSpec } from "../governance/sandbox-spec.js";
+import type { ProbePolicy, RetryPolicy } from "./policies.js";
+import type { DownstreamRecord, FieldDifference, LookupContext, LookupWindow, RecordedCall } from "../contracts/findings.js";
+import type { DryRunPreview } from "../contracts/governance.js";
+import { sandboxProblem, type SandboxSpec } from "./sandbox-spec.js";
 
 /** `read`: no side effect. `write`: each call adds an effect. `destructive`: irreversible. */
 export type EffectClass = "read" | "write" | "destructive";

@@ -22,9 +22,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { messageOf } from "../core/errors.js";
-import type { Ledger } from "../ledger/contract.js";
-import { memoryLedger } from "../ledger/memory.js";
-import { idempotencyMiddleware } from "../server/index.js";
+import type { Ledger } from "../contracts/calls.js";
+import { memoryLedger } from "../stores/memory/calls.js";
+import { idempotencyMiddleware } from "../server.js";
 import { seededRandom, uniformFor } from "./random.js";
 
 export interface Charge {

@@ -6,8 +6,8 @@
  */
 import { z } from "zod";
 import { defineTool, type ProbeResult } from "../core/tool.js";
-import type { DownstreamRecord, LookupContext, LookupWindow } from "../reconcile/types.js";
-import { OutcomeUnknown } from "../gate/outcome.js";
+import type { DownstreamRecord, LookupContext, LookupWindow } from "../contracts/findings.js";
+import { OutcomeUnknown } from "../core/outcome.js";
 import type { Charge } from "./payment-service.js";
 
 export function chargeCardTool(serviceUrl: string, options: { name?: string; downstreamIdempotent?: boolean; probe?: boolean } = {}) {

@@ -11,11 +11,11 @@
 import { inspect } from "node:util";
 import { EffectgateError, messageOf } from "../core/errors.js";
 import type { Json, ToolContext } from "../core/tool.js";
-import type { CallRecord } from "../ledger/contract.js";
-import { resultBlock, type ToolResultBlock } from "./blocks.js";
+import type { CallRecord } from "../contracts/calls.js";
+import { resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import { keepLease, type LeaseKeeper } from "./lease.js";
-import { classifyError, ToolTimeout } from "./outcome.js";
-import { backoffMs, sleep } from "./policy.js";
+import { classifyError, ToolTimeout } from "../core/outcome.js";
+import { backoffMs, sleep } from "../core/policies.js";
 import { probeUntilKnown, type LateRun } from "./probe-loop.js";
 import { needsHumanResult, renderResult, type Call, type Runtime } from "./runtime.js";
 

@@ -1,5 +1,5 @@
 /** Keeps this gate's lease on a held call alive while it runs or probes, so no other worker takes a live call over. */
-import type { CallRecord } from "../ledger/contract.js";
+import type { CallRecord } from "../contracts/calls.js";
 import type { Runtime } from "./runtime.js";
 
 export interface LeaseKeeper {

@@ -4,8 +4,8 @@
  */
 import { messageOf } from "../core/errors.js";
 import type { ToolContext } from "../core/tool.js";
-import type { CallRecord } from "../ledger/contract.js";
-import { probeDelayMs, type ProbePolicy } from "./policy.js";
+import type { CallRecord } from "../contracts/calls.js";
+import { probeDelayMs, type ProbePolicy } from "../core/policies.js";
 import type { Call } from "./runtime.js";
 
 /** The original run of a timed-out call, which may still answer. */

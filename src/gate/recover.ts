@@ -4,7 +4,7 @@
  */
 import { validate } from "../core/standard-schema.js";
 import { messageOf } from "../core/errors.js";
-import type { CallRecord } from "../ledger/contract.js";
+import type { CallRecord } from "../contracts/calls.js";
 import type { SagaRecoverySummary } from "../saga/types.js";
 import { isStaleHolder, resolveStale, type Resolution } from "./resolve.js";
 import { inflightId, singleFlight, type Runtime } from "./runtime.js";

@@ -6,8 +6,8 @@
  * with the same key; running or no answer → left uncertain for later); without a probe the
  * call goes to a human.
  */
-import type { CallRecord } from "../ledger/contract.js";
-import { resultBlock, type ToolResultBlock } from "./blocks.js";
+import type { CallRecord } from "../contracts/calls.js";
+import { resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import { executeHeld, sendToHuman, toJson } from "./execute.js";
 import { isHolderDead } from "./owner.js";
 import { probeUntilKnown } from "./probe-loop.js";

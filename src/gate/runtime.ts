@@ -1,10 +1,10 @@
 /** What one gate instance shares across its calls. Internal: not exported from the package. */
 import type { Scope } from "../core/keys.js";
 import type { AnyTool, Json } from "../core/tool.js";
-import type { CallRecord, Ledger } from "../ledger/contract.js";
-import type { FaultHook, SagaFaultHook } from "../testing/faults.js";
-import { resultBlock, type ToolResultBlock } from "./blocks.js";
-import type { ProbePolicy, RetryPolicy } from "./policy.js";
+import type { CallRecord, Ledger } from "../contracts/calls.js";
+import type { FaultHook, SagaFaultHook } from "./faults.js";
+import { resultBlock, type ToolResultBlock } from "../core/blocks.js";
+import type { ProbePolicy, RetryPolicy } from "../core/policies.js";
 import type { Governance } from "../governance/govern.js";
 import type { ApproveNonCompensable } from "../saga/types.js";
 

@@ -10,7 +10,7 @@
  * compare-and-set, so a request is decided once and an approval consumed once.
  */
 import { canonicalJson, sha256Hex } from "../core/keys.js";
-import type { ApprovalRecord, ApprovalState, GovernanceStore } from "./contract.js";
+import type { ApprovalRecord, ApprovalState, GovernanceStore } from "../contracts/governance.js";
 
 /** The state table: pending → approved | denied | expired; approved → consumed | expired. */
 export const APPROVAL_MOVES: Readonly<Record<ApprovalState, readonly ApprovalState[]>> = {

@@ -7,7 +7,7 @@
  */
 import type { Scope } from "../core/keys.js";
 import type { AnyTool } from "../core/tool.js";
-import type { RateCount } from "./contract.js";
+import type { RateCount } from "../contracts/governance.js";
 import type { RateLimitRule } from "./policy.js";
 import { describeSelector, selectorId, selects } from "./rules.js";
 import { scopeKey } from "./scopes.js";

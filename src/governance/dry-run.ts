@@ -5,7 +5,7 @@
  */
 import { messageOf } from "../core/errors.js";
 import type { Json } from "../core/tool.js";
-import type { DryRunPreview } from "./contract.js";
+import type { DryRunPreview } from "../contracts/governance.js";
 
 const EFFECT = /^would_[a-z0-9_]+$/;
 

@@ -17,7 +17,7 @@ import type { Alert } from "../gate/runtime.js";
 import { approvalDigest, approvalId, decideApproval, expireIfDue, type ApprovalDecision } from "./approvals.js";
 import { planRates } from "./breakers.js";
 import { compilePolicy, type CompiledPolicy } from "./compile.js";
-import type { ApprovalRecord, DryRunPreview, GovernanceStore, QuotaCharge } from "./contract.js";
+import type { ApprovalRecord, DryRunPreview, GovernanceStore, QuotaCharge } from "../contracts/governance.js";
 import { checkPreview } from "./dry-run.js";
 import * as say from "./messages.js";
 import type { Policy } from "./policy.js";

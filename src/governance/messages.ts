@@ -5,7 +5,7 @@
  */
 import type { Scope } from "../core/keys.js";
 import type { AnyTool } from "../core/tool.js";
-import type { ApprovalRecord, Breaker, KillSwitch } from "./contract.js";
+import type { ApprovalRecord, Breaker, KillSwitch } from "../contracts/governance.js";
 import { describePreview } from "./dry-run.js";
 
 const iso = (ms: number) => new Date(ms).toISOString();

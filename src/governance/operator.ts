@@ -3,10 +3,10 @@
  * library calls on a ledger: the CLI's `kill`, `breaker` and `approvals` commands do the same.
  */
 import { EffectgateError } from "../core/errors.js";
-import type { Ledger } from "../ledger/contract.js";
-import type { ToolResultBlock } from "../gate/blocks.js";
+import type { Ledger } from "../contracts/calls.js";
+import type { ToolResultBlock } from "../core/blocks.js";
 import { decideApproval, type ApprovalDecision, type DecideResult } from "./approvals.js";
-import type { ApprovalQuery, ApprovalRecord, Breaker, GovernanceStore, KillSwitch, KillTarget } from "./contract.js";
+import type { ApprovalQuery, ApprovalRecord, Breaker, GovernanceStore, KillSwitch, KillTarget } from "../contracts/governance.js";
 
 export function governanceOf(ledger: Ledger): GovernanceStore {
   if (!ledger.governance) throw new EffectgateError("EG_BAD_POLICY", `the ledger ${ledger.location} keeps no governance state`);

@@ -9,7 +9,7 @@
 import type { Scope } from "../core/keys.js";
 import type { AnyTool } from "../core/tool.js";
 import { fieldValue } from "./conditions.js";
-import type { QuotaCharge } from "./contract.js";
+import type { QuotaCharge } from "../contracts/governance.js";
 import type { QuotaRule } from "./policy.js";
 import { describeSelector, selectorId, selects } from "./rules.js";
 import { describeScope, scopeKey } from "./scopes.js";

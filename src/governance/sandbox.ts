@@ -24,8 +24,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { EffectgateError } from "../core/errors.js";
 import type { AnyTool, ToolContext } from "../core/tool.js";
-import { OutcomeUnknown, ToolRejected } from "../gate/outcome.js";
-import type { SandboxSpec } from "./sandbox-spec.js";
+import { OutcomeUnknown, ToolRejected } from "../core/outcome.js";
+import type { SandboxSpec } from "../core/sandbox-spec.js";
 
 export const DEFAULT_SANDBOX_MEMORY_MB = 128;
 

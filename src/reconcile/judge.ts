@@ -13,11 +13,11 @@
  *   in_progress, compensated, compensation_failed: no verdict (still running, or a saga's business);
  *   the downstream records are linked to the key so a later judgement counts them.
  */
-import type { CallRecord } from "../ledger/contract.js";
-import type { ReconcileStore } from "./contract.js";
+import type { CallRecord } from "../contracts/calls.js";
+import type { ReconcileStore } from "../contracts/reconcile.js";
 import { compareRecord, type Comparison } from "./compare.js";
-import { findingId } from "./records.js";
-import type { Confirmation, DownstreamRecord, Finding, FindingKind, FindingReport, FindingSource, LedgerSnapshot, LookupWindow } from "./types.js";
+import { findingId } from "../contracts/finding-rules.js";
+import type { Confirmation, DownstreamRecord, Finding, FindingKind, FindingReport, FindingSource, LedgerSnapshot, LookupWindow } from "../contracts/findings.js";
 
 export interface Tally {
   /** Completed calls matched to exactly one downstream record with equal fields. */

@@ -14,8 +14,8 @@
 import { EffectgateError } from "../core/errors.js";
 import { assertTransition } from "../core/states.js";
 import type { Json } from "../core/tool.js";
-import type { CallRecord, Ledger } from "../ledger/contract.js";
-import type { Confirmation, Finding, FindingKind } from "./types.js";
+import type { CallRecord, Ledger } from "../contracts/calls.js";
+import type { Confirmation, Finding, FindingKind } from "../contracts/findings.js";
 
 export type QueueKind = "needs_human" | "compensation_failed" | FindingKind;
 

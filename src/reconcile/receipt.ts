@@ -11,12 +11,12 @@
  *   (stored as a confirmation) or opens a finding (orphan, duplicate, mismatch, unresolved).
  */
 import type { Json } from "../core/tool.js";
-import type { CallRecord, Ledger } from "../ledger/contract.js";
+import type { CallRecord, Ledger } from "../contracts/calls.js";
 import type { Comparison } from "./compare.js";
 import { emptyTally, judgeRecord, reportOrphan, type Judge } from "./judge.js";
-import { receiptDigest } from "./records.js";
+import { receiptDigest } from "../contracts/finding-rules.js";
 import { reconcileStoreOf } from "./scan.js";
-import type { ReceiptInput, StoredReceipt } from "./types.js";
+import type { ReceiptInput, StoredReceipt } from "../contracts/findings.js";
 
 /** What applying a receipt did. */
 export interface ReceiptOutcome {

@@ -20,11 +20,11 @@
  */
 import { EffectgateError } from "../core/errors.js";
 import type { AnyTool, Json, Tool } from "../core/tool.js";
-import type { CallRecord, ChangeCursor, Ledger } from "../ledger/contract.js";
-import { cursorOf } from "./changes.js";
-import type { ReconcileStore } from "./contract.js";
+import type { CallRecord, ChangeCursor, Ledger } from "../contracts/calls.js";
+import { cursorOf } from "../contracts/change-order.js";
+import type { ReconcileStore } from "../contracts/reconcile.js";
 import { emptyTally, judgeRecord, reportOrphan, type Judge } from "./judge.js";
-import type { DownstreamRecord, Finding, LookupWindow } from "./types.js";
+import type { DownstreamRecord, Finding, LookupWindow } from "../contracts/findings.js";
 
 export const DEFAULT_SETTLE_MS = 60_000;
 export const DEFAULT_SKEW_MS = 5 * 60_000;

@@ -9,8 +9,8 @@
 import { messageOf } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
 import { validate } from "../core/standard-schema.js";
-import { resultBlock, type ToolResultBlock, type ToolUseBlock } from "../gate/blocks.js";
-import { runCall } from "../gate/call.js";
+import { resultBlock, type ToolResultBlock, type ToolUseBlock } from "../core/blocks.js";
+import { runCall } from "../gate/pipeline.js";
 import { renderResult, type Runtime } from "../gate/runtime.js";
 import { runStep, sagaLogOf, type SagaContext } from "./engine.js";
 import { checkName } from "./keys.js";

@@ -22,17 +22,17 @@ import { fingerprint, type Scope } from "../core/keys.js";
 import { validate, type StandardSchemaV1 } from "../core/standard-schema.js";
 import { canTransition, type CallState } from "../core/states.js";
 import { redactInput, type AnyTool, type Json, type ToolContext } from "../core/tool.js";
-import type { CallRecord } from "../ledger/contract.js";
-import type { ToolResultBlock } from "../gate/blocks.js";
-import { runCall } from "../gate/call.js";
+import type { CallRecord } from "../contracts/calls.js";
+import type { ToolResultBlock } from "../core/blocks.js";
+import { runCall } from "../gate/pipeline.js";
 import { sendToHuman, toJson } from "../gate/execute.js";
-import { sleep } from "../gate/policy.js";
+import { sleep } from "../core/policies.js";
 import { probeUntilKnown } from "../gate/probe-loop.js";
 import { isStaleHolder } from "../gate/resolve.js";
 import { singleFlight, type Call, type Runtime } from "../gate/runtime.js";
 import type {
   Approval, Compensation, NewSagaEvent, OnAbandon, SagaLog, SagaRecord, SagaStepRecord, StepState, StepUpdate,
-} from "./contract.js";
+} from "../contracts/sagas.js";
 import { holderAlive } from "./driver.js";
 import { checkName, compensationKey, stepKey } from "./keys.js";
 import type { ApproveNonCompensable } from "./types.js";

@@ -5,8 +5,8 @@
  */
 import { EffectgateError } from "../core/errors.js";
 import { canTransition } from "../core/states.js";
-import type { Ledger } from "../ledger/contract.js";
-import type { SagaLog, SagaRecord } from "./contract.js";
+import type { Ledger } from "../contracts/calls.js";
+import type { SagaLog, SagaRecord } from "../contracts/sagas.js";
 import type { SagaStatus } from "./types.js";
 
 export interface SagaResolution {

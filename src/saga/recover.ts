@@ -15,7 +15,7 @@
  */
 import { messageOf } from "../core/errors.js";
 import type { Runtime } from "../gate/runtime.js";
-import type { SagaRecord } from "./contract.js";
+import type { SagaRecord } from "../contracts/sagas.js";
 import { compensateSaga, driverGone, isSagaBusy, requestCompensation, sagaFlight, type SagaContext } from "./engine.js";
 import type { SagaRecoverySummary } from "./types.js";
 

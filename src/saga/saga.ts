@@ -16,7 +16,7 @@ import { ERROR_CODES, EffectgateError, type ErrorCode } from "../core/errors.js"
 import type { Scope } from "../core/keys.js";
 import type { AnyTool, Tool } from "../core/tool.js";
 import type { Runtime } from "../gate/runtime.js";
-import type { SagaRecord } from "./contract.js";
+import type { SagaRecord } from "../contracts/sagas.js";
 import {
   compensateSaga, holdRunning, openSaga, requestCompensation, runStep, sagaFlight, sagaLogOf, type SagaContext, type StepOutcome,
 } from "./engine.js";

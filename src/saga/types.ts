@@ -2,7 +2,7 @@
 import type { EffectClass, Json, Tool } from "../core/tool.js";
 import type { Scope } from "../core/keys.js";
 import type { StandardSchemaV1 } from "../core/standard-schema.js";
-import type { OnAbandon, SagaEvent, SagaRecord, SagaStepRecord } from "./contract.js";
+import type { OnAbandon, SagaEvent, SagaRecord, SagaStepRecord } from "../contracts/sagas.js";
 
 /** What `approveNonCompensable` is asked about: a step that cannot be undone, before it runs. */
 export interface NonCompensableStep {

@@ -21,7 +21,7 @@ import { hostname } from "node:os";
 import { canonicalJson, sha256Hex } from "../core/keys.js";
 import { isEffectgateError } from "../core/errors.js";
 import type { Json } from "../core/tool.js";
-import type { CallRecord, Ledger } from "../ledger/contract.js";
+import type { CallRecord, Ledger } from "../contracts/calls.js";
 
 /** 24 hours: how long a key is remembered, as Stripe does. */
 export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000;

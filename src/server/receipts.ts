@@ -27,10 +27,10 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isEffectgateError } from "../core/errors.js";
 import type { Json, Tool } from "../core/tool.js";
-import type { Ledger } from "../ledger/contract.js";
+import type { Ledger } from "../contracts/calls.js";
 import type { Comparison } from "../reconcile/compare.js";
 import { applyReceipt } from "../reconcile/receipt.js";
-import type { DownstreamRecord, ReceiptInput } from "../reconcile/types.js";
+import type { DownstreamRecord, ReceiptInput } from "../contracts/findings.js";
 
 export const DEFAULT_SIGNATURE_HEADER = "Effectgate-Signature";
 /** Five minutes, as Stripe's libraries default to. */

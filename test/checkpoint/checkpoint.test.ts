@@ -2,11 +2,11 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fileCheckpoint } from "../../src/checkpoint/file.js";
-import { ledgerCheckpoint } from "../../src/checkpoint/ledger.js";
-import type { AgentCheckpoint } from "../../src/checkpoint/checkpoint.js";
-import { memoryLedger } from "../../src/ledger/memory.js";
-import { sqliteLedger } from "../../src/ledger/sqlite.js";
-import { createGate } from "../../src/gate/gate.js";
+import { ledgerCheckpoint } from "../../src/checkpoint/stored.js";
+import type { AgentCheckpoint } from "../../src/checkpoint/codec.js";
+import { memoryLedger } from "../../src/stores/memory/calls.js";
+import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import { createGate } from "../../src/root/create-gate.js";
 import { chargeTool, counter, toolUse } from "../support/tools.js";
 import { tempDir } from "../support/tmp.js";
 

@@ -13,13 +13,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startTicketService, type Ticket, type TicketService } from "../../src/demo/ticket-service.js";
-import { sqliteLedger } from "../../src/ledger/sqlite.js";
-import type { CallRecord } from "../../src/ledger/contract.js";
-import type { ToolResultBlock } from "../../src/gate/blocks.js";
+import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import type { CallRecord } from "../../src/contracts/calls.js";
+import type { ToolResultBlock } from "../../src/core/blocks.js";
 import type { RecoverySummary } from "../../src/gate/recover.js";
 import type { GateStats } from "../../src/gate/runtime.js";
-import type { FaultPoint } from "../../src/testing/faults.js";
-import { FAULT_POINTS } from "../../src/testing/index.js";
+import type { FaultPoint } from "../../src/gate/faults.js";
+import { FAULT_POINTS } from "../../src/testing.js";
 import { requireBuild, runFixture, type FixtureExit } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
 

@@ -5,8 +5,8 @@
  */
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { createGate } from "../../src/gate/gate.js";
-import { sqliteLedger } from "../../src/ledger/sqlite.js";
+import { createGate } from "../../src/root/create-gate.js";
+import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
 import { startPaymentService, type PaymentService } from "../../src/demo/payment-service.js";
 import { chargeCardTool } from "../../src/demo/payment-tool.js";
 import { seededRandom } from "../../src/demo/random.js";

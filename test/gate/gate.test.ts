@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGate } from "../../src/gate/gate.js";
+import { createGate } from "../../src/root/create-gate.js";
 import { defineTool } from "../../src/core/tool.js";
-import { memoryLedger } from "../../src/ledger/memory.js";
+import { memoryLedger } from "../../src/stores/memory/calls.js";
 import type { Alert } from "../../src/gate/runtime.js";
 import { chargeTool, counter, toolUse } from "../support/tools.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { classifyError, OutcomeUnknown, ToolRejected, ToolTimeout } from "../../src/gate/outcome.js";
+import { classifyError, OutcomeUnknown, ToolRejected, ToolTimeout } from "../../src/core/outcome.js";
 
 const withCode = (code: string) => Object.assign(new Error(code), { code });
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGate } from "../../src/gate/gate.js";
+import { createGate } from "../../src/root/create-gate.js";
 import { defineTool, type ProbeResult } from "../../src/core/tool.js";
 import { fingerprint } from "../../src/core/keys.js";
-import { memoryLedger } from "../../src/ledger/memory.js";
-import type { Ledger } from "../../src/ledger/contract.js";
+import { memoryLedger } from "../../src/stores/memory/calls.js";
+import type { Ledger } from "../../src/contracts/calls.js";
 import { toolUse } from "../support/tools.js";
 
 const scope = { tenant: "acme", task: "t1" };

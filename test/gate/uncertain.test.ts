@@ -4,10 +4,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGate } from "../../src/gate/gate.js";
+import { createGate } from "../../src/root/create-gate.js";
 import { defineTool, type ProbeResult } from "../../src/core/tool.js";
-import { memoryLedger } from "../../src/ledger/memory.js";
-import { OutcomeUnknown, ToolRejected } from "../../src/gate/outcome.js";
+import { memoryLedger } from "../../src/stores/memory/calls.js";
+import { OutcomeUnknown, ToolRejected } from "../../src/core/outcome.js";
 import type { Alert } from "../../src/gate/runtime.js";
 import { toolUse } from "../support/tools.js";
 

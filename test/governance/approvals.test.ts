@@ -2,8 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTool } from "../../src/core/tool.js";
-import { createGate } from "../../src/gate/gate.js";
-import { memoryLedger } from "../../src/ledger/memory.js";
+import { createGate } from "../../src/root/create-gate.js";
+import { memoryLedger } from "../../src/stores/memory/calls.js";
 import { decideApproval } from "../../src/governance/approvals.js";
 import { awaitingApproval } from "../../src/governance/operator.js";
 import type { Policy } from "../../src/governance/policy.js";

@@ -4,8 +4,8 @@
  * by name with a reason, never silently. Times are passed in: no test sleeps.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Ledger } from "../../src/ledger/contract.js";
-import type { GovernanceStore, NewApproval, QuotaCharge, RateCount } from "../../src/governance/contract.js";
+import type { Ledger } from "../../src/contracts/calls.js";
+import type { GovernanceStore, NewApproval, QuotaCharge, RateCount } from "../../src/contracts/governance.js";
 
 export interface GovernanceContractOptions {
   /** A fresh, empty ledger for one test (its `governance` is under test). */

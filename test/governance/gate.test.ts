@@ -1,8 +1,8 @@
 /** Grants, kill switches, quotas and rate breakers in the pipeline, in one process (memory ledger, manual clock). */
 import { describe, expect, it } from "vitest";
-import { createGate } from "../../src/gate/gate.js";
-import { memoryLedger } from "../../src/ledger/memory.js";
-import type { Ledger } from "../../src/ledger/contract.js";
+import { createGate } from "../../src/root/create-gate.js";
+import { memoryLedger } from "../../src/stores/memory/calls.js";
+import type { Ledger } from "../../src/contracts/calls.js";
 import type { Policy } from "../../src/governance/policy.js";
 import { alerts, chargeTool, deleteAccountTool, effects, emailTool, lookupTool, manualClock, use } from "./support.js";
 

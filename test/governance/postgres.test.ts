@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { postgresLedger } from "../../src/ledger/postgres.js";
+import { postgresLedger } from "../../src/stores/postgres/calls.js";
 import { usePostgres } from "../support/pg.js";
 import { runGovernanceContract } from "./contract.js";
-import { createGate } from "../../src/gate/gate.js";
+import { createGate } from "../../src/root/create-gate.js";
 import { deleteAccountTool, effects, use } from "./support.js";
 
 const pg = usePostgres();

@@ -3,8 +3,8 @@ import { mkdirSync, rmSync, writeFileSync, existsSync, readFileSync } from "node
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTool } from "../../src/core/tool.js";
-import { createGate } from "../../src/gate/gate.js";
-import { memoryLedger } from "../../src/ledger/memory.js";
+import { createGate } from "../../src/root/create-gate.js";
+import { memoryLedger } from "../../src/stores/memory/calls.js";
 import { requireBuild } from "../support/processes.js";
 
 const scope = { tenant: "acme", task: "t1" };

@@ -3,7 +3,7 @@
  * support a case must skip it by name with a reason, never silently.
  */
 import { describe, expect, it, beforeEach, afterEach } from "vitest";
-import type { ClaimRequest, Ledger } from "../../src/ledger/contract.js";
+import type { ClaimRequest, Ledger } from "../../src/contracts/calls.js";
 
 export interface ContractOptions {
   /** Makes a fresh, empty ledger for one test. */

@@ -5,10 +5,10 @@
 import { createServer, type Server } from "node:net";
 import pg from "pg";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { createGate } from "../../src/gate/gate.js";
-import { migratePostgres, postgresLedger } from "../../src/ledger/postgres.js";
-import { MIGRATIONS, SCHEMA_VERSION } from "../../src/ledger/postgres/migrations.js";
-import { postgresStatements } from "../../src/ledger/postgres/statements.js";
+import { createGate } from "../../src/root/create-gate.js";
+import { migratePostgres, postgresLedger } from "../../src/stores/postgres/calls.js";
+import { MIGRATIONS, SCHEMA_VERSION } from "../../src/stores/postgres/migrations.js";
+import { postgresStatements } from "../../src/stores/postgres/statements.js";
 import { chargeTool, counter, toolUse } from "../support/tools.js";
 import { TEST_PG_URL_VARIABLE, usePostgres } from "../support/pg.js";
 import { claimRequest } from "./contract.js";

@@ -2,7 +2,7 @@ import { writeFileSync, readFileSync, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { sqliteLedger } from "../../src/ledger/sqlite.js";
+import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
 import { claimRequest, runLedgerContract } from "./contract.js";
 import { tempDir } from "../support/tmp.js";
 

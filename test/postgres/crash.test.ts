@@ -10,9 +10,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTicketService, type Ticket, type TicketService } from "../../src/demo/ticket-service.js";
-import type { ToolResultBlock } from "../../src/gate/blocks.js";
+import type { ToolResultBlock } from "../../src/core/blocks.js";
 import type { RecoverySummary } from "../../src/gate/recover.js";
-import { postgresLedger } from "../../src/ledger/postgres.js";
+import { postgresLedger } from "../../src/stores/postgres/calls.js";
 import { startWorker } from "../support/processes.js";
 import { usePostgres } from "../support/pg.js";
 import { requireFreshBuild, WORKER } from "./built.js";

@@ -15,9 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineTool } from "../../src/core/tool.js";
 import { createTicketTool } from "../../src/demo/ticket-tool.js";
 import { startTicketService, type TicketService } from "../../src/demo/ticket-service.js";
-import { createGate } from "../../src/gate/gate.js";
+import { createGate } from "../../src/root/create-gate.js";
 import type { Alert } from "../../src/gate/runtime.js";
-import { postgresLedger } from "../../src/ledger/postgres.js";
+import { postgresLedger } from "../../src/stores/postgres/calls.js";
 import { startEmbeddedPostgres, type EmbeddedPg } from "../support/pg.js";
 
 const scope = { tenant: "acme", task: "outage" };

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTicketService, type Ticket, type TicketService } from "../../src/demo/ticket-service.js";
-import type { ToolResultBlock } from "../../src/gate/blocks.js";
+import type { ToolResultBlock } from "../../src/core/blocks.js";
 import { startWorker } from "../support/processes.js";
 import { usePostgres } from "../support/pg.js";
 import { requireFreshBuild, WORKER } from "./built.js";

@@ -31,14 +31,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGate } from "../../src/gate/gate.js";
+import { createGate } from "../../src/root/create-gate.js";
 import { defineTool, type Json, type ProbeResult } from "../../src/core/tool.js";
 import { deriveKey } from "../../src/core/keys.js";
-import { memoryLedger } from "../../src/ledger/memory.js";
-import { OutcomeUnknown } from "../../src/gate/outcome.js";
-import type { Ledger } from "../../src/ledger/contract.js";
+import { memoryLedger } from "../../src/stores/memory/calls.js";
+import { OutcomeUnknown } from "../../src/core/outcome.js";
+import type { Ledger } from "../../src/contracts/calls.js";
 import type { Alert } from "../../src/gate/runtime.js";
-import type { ToolResultBlock } from "../../src/gate/blocks.js";
+import type { ToolResultBlock } from "../../src/core/blocks.js";
 
 const SEED = Number(process.env.EG_PROPERTY_SEED ?? 20261130);
 const RUNS = Number(process.env.EG_PROPERTY_RUNS ?? 100);

@@ -4,11 +4,11 @@
  * case must skip it by name with a reason, never silently.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { CallRecord, Ledger } from "../../src/ledger/contract.js";
-import type { ReconcileStore } from "../../src/reconcile/contract.js";
-import { compareChange, cursorOf } from "../../src/reconcile/changes.js";
-import { findingId } from "../../src/reconcile/records.js";
-import type { FindingReport } from "../../src/reconcile/types.js";
+import type { CallRecord, Ledger } from "../../src/contracts/calls.js";
+import type { ReconcileStore } from "../../src/contracts/reconcile.js";
+import { compareChange, cursorOf } from "../../src/contracts/change-order.js";
+import { findingId } from "../../src/contracts/finding-rules.js";
+import type { FindingReport } from "../../src/contracts/findings.js";
 import { claimRequest } from "../ledger/contract.js";
 
 export interface ReconcileContractOptions {

@@ -5,12 +5,12 @@
  * differences and the two unresolved calls — nothing else — and confirm every other charge.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createGate } from "../../src/gate/gate.js";
-import type { Ledger } from "../../src/ledger/contract.js";
+import { createGate } from "../../src/root/create-gate.js";
+import type { Ledger } from "../../src/contracts/calls.js";
 import { startPaymentService, type PaymentService } from "../../src/demo/payment-service.js";
 import { chargeCardTool } from "../../src/demo/payment-tool.js";
 import { seededRandom } from "../../src/demo/random.js";
-import type { Finding } from "../../src/reconcile/types.js";
+import type { Finding } from "../../src/contracts/findings.js";
 
 const SEED = Number(process.env.EFFECTGATE_SEED ?? 424242);
 const CALLS = 60;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { migratePostgres, postgresLedger } from "../../src/ledger/postgres.js";
-import { NOW_MS, postgresStatements } from "../../src/ledger/postgres/statements.js";
-import { postgresReconcileStatements } from "../../src/reconcile/postgres.js";
+import { migratePostgres, postgresLedger } from "../../src/stores/postgres/calls.js";
+import { NOW_MS, postgresStatements } from "../../src/stores/postgres/statements.js";
+import { postgresReconcileStatements } from "../../src/stores/postgres/reconcile.js";
 import { usePostgres } from "../support/pg.js";
 import { runReconcileContract } from "./contract.js";
 import { runDriftScenario } from "./drift.js";

@@ -5,10 +5,10 @@
 import { request } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { Ledger } from "../../src/ledger/contract.js";
-import { memoryLedger } from "../../src/ledger/memory.js";
-import { sqliteLedger } from "../../src/ledger/sqlite.js";
-import { receiptsEndpoint, signReceipt, verifyReceiptSignature } from "../../src/server/index.js";
+import type { Ledger } from "../../src/contracts/calls.js";
+import { memoryLedger } from "../../src/stores/memory/calls.js";
+import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import { receiptsEndpoint, signReceipt, verifyReceiptSignature } from "../../src/server.js";
 import { EffectgateError } from "../../src/core/errors.js";
 import { tempDir } from "../support/tmp.js";
 import { receipt, runReceiptSuite, SECRET, serve } from "./receipts.js";

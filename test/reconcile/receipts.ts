@@ -6,8 +6,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Ledger } from "../../src/ledger/contract.js";
-import { receiptsEndpoint, signReceipt, type ReceiptEndpointOptions } from "../../src/server/index.js";
+import type { Ledger } from "../../src/contracts/calls.js";
+import { receiptsEndpoint, signReceipt, type ReceiptEndpointOptions } from "../../src/server.js";
 import { claimRequest } from "../ledger/contract.js";
 import { emailTool, fakeDownstream, manualClock } from "./support.js";
 

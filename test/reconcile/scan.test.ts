@@ -5,10 +5,10 @@
  */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createGate, type Gate } from "../../src/gate/gate.js";
-import type { Ledger } from "../../src/ledger/contract.js";
-import { memoryLedger } from "../../src/ledger/memory.js";
-import { sqliteLedger } from "../../src/ledger/sqlite.js";
+import { createGate, type Gate } from "../../src/root/create-gate.js";
+import type { Ledger } from "../../src/contracts/calls.js";
+import { memoryLedger } from "../../src/stores/memory/calls.js";
+import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
 import { reconcile } from "../../src/reconcile/scan.js";
 import { resolveCall } from "../../src/reconcile/queue.js";
 import { defineTool } from "../../src/core/tool.js";

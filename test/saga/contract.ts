@@ -4,8 +4,8 @@
  * with a reason, never silently.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Ledger } from "../../src/ledger/contract.js";
-import type { BeginSaga, NewStep, SagaLog } from "../../src/saga/contract.js";
+import type { Ledger } from "../../src/contracts/calls.js";
+import type { BeginSaga, NewStep, SagaLog } from "../../src/contracts/sagas.js";
 
 export interface SagaContractOptions {
   /** Makes a fresh, empty ledger (with a saga log) for one test. */

@@ -3,8 +3,8 @@
  * a PostgreSQL ledger (the server of EFFECTGATE_TEST_PG_URL, or an embedded one; see test/support/pg.ts).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { postgresLedger } from "../../src/ledger/postgres.js";
-import { createGate } from "../../src/gate/gate.js";
+import { postgresLedger } from "../../src/stores/postgres/calls.js";
+import { createGate } from "../../src/root/create-gate.js";
 import { startShopService } from "../../src/demo/shop-service.js";
 import { placeOrder, shopTools } from "../../src/demo/shop-tools.js";
 import { usePostgres } from "../support/pg.js";

@@ -5,16 +5,16 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createGate, type GateOptions } from "../../src/gate/gate.js";
+import { createGate, type GateOptions } from "../../src/root/create-gate.js";
 import { defineTool, type ProbeResult } from "../../src/core/tool.js";
 import { fingerprint } from "../../src/core/keys.js";
-import { memoryLedger } from "../../src/ledger/memory.js";
-import type { Ledger } from "../../src/ledger/contract.js";
+import { memoryLedger } from "../../src/stores/memory/calls.js";
+import type { Ledger } from "../../src/contracts/calls.js";
 import type { Alert } from "../../src/gate/runtime.js";
 import { SagaError } from "../../src/saga/errors.js";
 import { stepKey } from "../../src/saga/keys.js";
-import { ToolRejected } from "../../src/gate/outcome.js";
-import { ledgerCheckpoint } from "../../src/checkpoint/ledger.js";
+import { ToolRejected } from "../../src/core/outcome.js";
+import { ledgerCheckpoint } from "../../src/checkpoint/stored.js";
 import { toolUse } from "../support/tools.js";
 import { decideApproval } from "../../src/governance/approvals.js";
 

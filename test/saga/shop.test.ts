@@ -7,8 +7,8 @@
  */
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { createGate, type Gate } from "../../src/gate/gate.js";
-import { sqliteLedger } from "../../src/ledger/sqlite.js";
+import { createGate, type Gate } from "../../src/root/create-gate.js";
+import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
 import { startShopService, type ShopEndpoint, type ShopService } from "../../src/demo/shop-service.js";
 import { placeOrder, shopTools, type OrderRequest } from "../../src/demo/shop-tools.js";
 import type { Alert } from "../../src/gate/runtime.js";

@@ -5,8 +5,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { sha256Hex } from "../../src/core/keys.js";
-import type { Ledger } from "../../src/ledger/contract.js";
-import { idempotencyMiddleware, type IdempotencyOptions, type IdempotentRequestFields } from "../../src/server/index.js";
+import type { Ledger } from "../../src/contracts/calls.js";
+import { idempotencyMiddleware, type IdempotencyOptions, type IdempotentRequestFields } from "../../src/server.js";
 import { deferred, manualClock, serve, storeCases, type Deferred, type Running } from "./support.js";
 
 type Req = IncomingMessage & IdempotentRequestFields;

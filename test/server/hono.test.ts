@@ -1,8 +1,8 @@
 /** The Hono adapter, through `app.request(...)`, once per store (memory, SQLite). */
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Ledger } from "../../src/ledger/contract.js";
-import { honoIdempotency } from "../../src/server/index.js";
+import type { Ledger } from "../../src/contracts/calls.js";
+import { honoIdempotency } from "../../src/server.js";
 import { deferred, manualClock, storeCases, type Deferred } from "./support.js";
 
 for (const store of storeCases()) {

@@ -1,12 +1,12 @@
 /** Helpers for the server middleware tests: real node:http servers on 127.0.0.1, deferred promises, ledgers per store. */
-import { postgresLedger } from "../../src/ledger/postgres.js";
+import { postgresLedger } from "../../src/stores/postgres/calls.js";
 import { usePostgres } from "../support/pg.js";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { memoryLedger } from "../../src/ledger/memory.js";
-import { sqliteLedger } from "../../src/ledger/sqlite.js";
-import type { Ledger } from "../../src/ledger/contract.js";
+import { memoryLedger } from "../../src/stores/memory/calls.js";
+import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import type { Ledger } from "../../src/contracts/calls.js";
 import { tempDir } from "../support/tmp.js";
 
 export interface Deferred<T = void> {

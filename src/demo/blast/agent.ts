@@ -10,9 +10,9 @@
  */
 import { appendFileSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { decodeCheckpoint, encodeCheckpoint, type CheckpointStore } from "../../checkpoint/checkpoint.js";
+import { decodeCheckpoint, encodeCheckpoint, type CheckpointStore } from "../../checkpoint/codec.js";
 import { canonicalJson, type Scope } from "../../core/keys.js";
-import type { ToolResultBlock, ToolUseBlock } from "../../gate/blocks.js";
+import type { ToolResultBlock, ToolUseBlock } from "../../core/blocks.js";
 import type { Executor } from "./levels/types.js";
 import { contentOf, nextTurn } from "./model.js";
 import type { CallTimer } from "./timing.js";

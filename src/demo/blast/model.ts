@@ -11,7 +11,7 @@
  * - a runaway loop keeps deleting drafts whatever it is told.
  */
 import { createHash } from "node:crypto";
-import type { ToolResultBlock, ToolUseBlock } from "../../gate/blocks.js";
+import type { ToolResultBlock, ToolUseBlock } from "../../core/blocks.js";
 import { SAGA_STEPS, type Input, type Step, type Task } from "./workload.js";
 
 export interface Turn {

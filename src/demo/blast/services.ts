@@ -30,8 +30,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { canonicalJson } from "../../core/keys.js";
 import type { Json } from "../../core/tool.js";
-import { memoryLedger } from "../../ledger/memory.js";
-import { idempotencyMiddleware } from "../../server/index.js";
+import { memoryLedger } from "../../stores/memory/calls.js";
+import { idempotencyMiddleware } from "../../server.js";
 import { uniformFor } from "../random.js";
 import { SLOW_MS } from "./timing.js";
 import { undoRef, type Workload } from "./workload.js";

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import type { ProbeResult } from "../../core/tool.js";
 import type { EffectClass, Json } from "../../core/tool.js";
-import { OutcomeUnknown, ToolRejected } from "../../gate/outcome.js";
+import { OutcomeUnknown, ToolRejected } from "../../core/outcome.js";
 import type { Collection, ServiceName } from "./services.js";
 import type { ToolName } from "./workload.js";
 

@@ -7,11 +7,11 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defineTool, type AnyTool, type Json, type ToolContext } from "../../../core/tool.js";
-import { createGate, type Gate, type GateOptions } from "../../../gate/gate.js";
+import { createGate, type Gate, type GateOptions } from "../../../root/create-gate.js";
 import type { Policy } from "../../../governance/policy.js";
-import type { Ledger } from "../../../ledger/contract.js";
-import { sqliteLedger } from "../../../ledger/sqlite.js";
-import type { FaultPoint } from "../../../testing/faults.js";
+import type { Ledger } from "../../../contracts/calls.js";
+import { sqliteLedger } from "../../../stores/sqlite/calls.js";
+import type { FaultPoint } from "../../../gate/faults.js";
 import { seededRandom } from "../../random.js";
 import { SERVICE_TRAITS } from "../services.js";
 import { CALL_TIMEOUT_MS, scaled } from "../timing.js";
@@ -105,7 +105,7 @@ export function gateSettings(seed: number): Omit<GateOptions, "tools"> {
 export async function openLedger(store: StoreSpec, options: { readOnly?: boolean } = {}): Promise<Ledger> {
   // durability "process": survives the SIGKILLs the demo injects (not a power cut), without an fsync per write.
   if (store.kind === "sqlite") return sqliteLedger(store.path, options.readOnly ? { readOnly: true } : { durability: "process" });
-  const { postgresLedger } = await import("../../../ledger/postgres.js");
+  const { postgresLedger } = await import("../../../stores/postgres/calls.js");
   return postgresLedger({ connectionString: store.url, poolSize: 8 }, { schema: store.schema, ...(options.readOnly ? { readOnly: true } : { durability: "process" }) });
 }
 

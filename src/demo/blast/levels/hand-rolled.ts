@@ -7,8 +7,8 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { messageOf } from "../../../core/errors.js";
-import { resultBlock, type ToolResultBlock } from "../../../gate/blocks.js";
-import { classifyError } from "../../../gate/outcome.js";
+import { resultBlock, type ToolResultBlock } from "../../../core/blocks.js";
+import { classifyError } from "../../../core/outcome.js";
 import { callDownstream, isToolName, TOOLS, type ToolInfo } from "../tools.js";
 import { CALL_TIMEOUT_MS, scaled } from "../timing.js";
 import type { Executor, LevelRuntime, WorkerContext } from "./types.js";

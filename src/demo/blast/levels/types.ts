@@ -6,7 +6,7 @@
  * Adding a level is adding one module that exports a `Level`, and listing it in ./index.ts.
  */
 import type { Scope } from "../../../core/keys.js";
-import type { ToolResultBlock, ToolUseBlock } from "../../../gate/blocks.js";
+import type { ToolResultBlock, ToolUseBlock } from "../../../core/blocks.js";
 import type { Urls } from "../tools.js";
 import type { KillPoint, Workload } from "../workload.js";
 

@@ -1,0 +1,168 @@
+/**
+ * The ledger contract. The gate knows only this interface; memory, SQLite and (later)
+ * PostgreSQL implement it and all pass the same contract suite (test/ledger/contract.ts).
+ *
+ * Rules every store keeps:
+ * - One record per (tenant, key). Every read and write names the tenant.
+ * - `claim` is atomic: of any number of concurrent claims for one key, exactly one
+ *   returns `claimed: true`.
+ * - Writes are compare-and-set on `version`: a write against a stale version changes
+ *   nothing and returns `undefined`. Every successful write bumps `version`, except
+ *   `renewLease`, which only extends the current owner's lease.
+ * - Leases are judged by the store's own clock.
+ * - A write has reached the store's durability level before its promise resolves.
+ * - Damage is never read as absence: a corrupt or unreadable store rejects with
+ *   EG_LEDGER_CORRUPT / EG_LEDGER_UNAVAILABLE.
+ */
+import type { CallState } from "../core/states.js";
+import type { EffectClass, Json } from "../core/tool.js";
+import type { ReconcileStore } from "./reconcile.js";
+import type { SagaLog } from "./sagas.js";
+import type { GovernanceStore } from "./governance.js";
+
+export interface CallRecord {
+  readonly tenant: string;
+  readonly key: string;
+  readonly tool: string;
+  readonly effect: EffectClass;
+  readonly task: string;
+  /** The tool_use id of the call that first claimed the key. */
+  readonly toolUseId: string;
+  /** SHA-256 of the canonical {tool, input}: same key + different fingerprint is a mismatch. */
+  readonly fingerprint: string;
+  /** The input as stored (fields the tool marks `redact` replaced by "[redacted]"). */
+  readonly input: Json;
+  readonly inputRedacted: boolean;
+  readonly state: CallState;
+  /** The tool's result, once completed. */
+  readonly result: Json | null;
+  /** Why the call failed or needs a human. */
+  readonly error: string | null;
+  readonly owner: string | null;
+  /** Epoch ms on the store's clock; null when nobody holds the call. */
+  readonly leaseExpiresAt: number | null;
+  /**
+   * How many times the call was claimed to run: the first claim and every re-run. A crash
+   * between a claim and the tool's start cannot be told from a crash during the tool, so this
+   * counts starts that may or may not have reached the tool.
+   */
+  readonly attempts: number;
+  readonly version: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface ClaimRequest {
+  readonly tenant: string;
+  readonly key: string;
+  readonly tool: string;
+  readonly effect: EffectClass;
+  readonly task: string;
+  readonly toolUseId: string;
+  readonly fingerprint: string;
+  readonly input: Json;
+  readonly inputRedacted: boolean;
+  readonly owner: string;
+  readonly leaseMs: number;
+}
+
+export type ClaimResult =
+  /** The key was new: the record is `in_progress`, owned by the claimant, attempts = 1. */
+  | { readonly claimed: true; readonly record: CallRecord }
+  /** The key exists: its record as it stands. Nothing was changed. */
+  | { readonly claimed: false; readonly record: CallRecord };
+
+export interface RecordUpdate {
+  readonly state: CallState;
+  readonly result?: Json | null;
+  readonly error?: string | null;
+  /** Set the holder; `null` releases the call (lease cleared too). */
+  readonly owner?: string | null;
+  /** New lease length from now, for the (new) owner. */
+  readonly leaseMs?: number;
+  /** Count one more start of the tool. */
+  readonly countAttempt?: boolean;
+}
+
+export interface TakeOverRequest {
+  readonly tenant: string;
+  readonly key: string;
+  readonly version: number;
+  readonly owner: string;
+  readonly leaseMs: number;
+  /**
+   * Take the call even though its lease has not expired: only when the caller has proven
+   * the holder dead (same host, process gone).
+   */
+  readonly holderIsDead?: boolean;
+}
+
+export interface ListQuery {
+  readonly tenant?: string;
+  readonly state?: CallState;
+  readonly tool?: string;
+  /** One key, in every tenant (operators looking a call up). */
+  readonly key?: string;
+  /** At most this many, oldest first (default 100). */
+  readonly limit?: number;
+}
+
+/** Where an incremental scan stopped: the last record it read, in (updatedAt, tenant, key) order. */
+export interface ChangeCursor {
+  readonly at: number;
+  readonly tenant: string;
+  readonly key: string;
+}
+
+export interface ChangesQuery {
+  /** The tool whose records to list. */
+  readonly tool: string;
+  /** Only records after this one in (updatedAt, tenant, key) order (tenant and key compared byte by byte); default: from the start. */
+  readonly after?: ChangeCursor;
+  /** Only records with updatedAt at or before this time (the store's clock). */
+  readonly until?: number;
+  /** At most this many (default 100). */
+  readonly limit?: number;
+}
+
+export interface Ledger {
+  /** Where the records live, for messages: "memory", "sqlite:/path/ledger.db". */
+  readonly location: string;
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+  get(tenant: string, key: string): Promise<CallRecord | undefined>;
+  /** Compare-and-set on `version`; `undefined` when the record moved on (or does not exist). */
+  update(tenant: string, key: string, version: number, update: RecordUpdate): Promise<CallRecord | undefined>;
+  /**
+   * Make `owner` the holder of an `in_progress` or `uncertain` call that nobody holds, whose
+   * lease expired, or whose holder is dead. Compare-and-set on `version`; the state stays.
+   */
+  takeOver(request: TakeOverRequest): Promise<CallRecord | undefined>;
+  /** Extend the lease of an in_progress or uncertain call `owner` still holds at `version`. False when it no longer does. */
+  renewLease(tenant: string, key: string, version: number, owner: string, leaseMs: number): Promise<boolean>;
+  /** Deletes a record, compare-and-set on `version` (expired idempotency keys). False when it moved on or is gone. */
+  remove(tenant: string, key: string, version: number): Promise<boolean>;
+  list(query?: ListQuery): Promise<CallRecord[]>;
+  /**
+   * Calls a recovery pass should look at: `uncertain`, and `in_progress` whose lease expired
+   * (or, with `includeLive`, every `in_progress`). Cost grows with the number of such calls, not the ledger.
+   */
+  listUnsettled(options?: { limit?: number; includeLive?: boolean }): Promise<CallRecord[]>;
+  /**
+   * Reconciliation: the tool's records whose last change is after `after`, in (updatedAt,
+   * tenant, key) order, leaving out `in_progress` ones (nothing to reconcile yet; they are listed
+   * once they change). Cost follows the records returned, not the ledger (an index). Optional:
+   * stores without it cannot be reconciled.
+   */
+  listChangedSince?(query: ChangesQuery): Promise<CallRecord[]>;
+  /** Reconciliation's findings, confirmations, receipts and cursors, kept with the ledger (optional). */
+  readonly reconcile?: ReconcileStore;
+  /** The saga log, kept with the ledger (optional: a store without it cannot run sagas). See src/saga/contract.ts. */
+  readonly sagas?: SagaLog;
+  /** Kill switches, quota counters, rate breakers and approvals, kept with the ledger (optional: without it only grants are enforced). See src/governance/contract.ts. */
+  readonly governance?: GovernanceStore;
+  /** The store's clock (epoch ms). */
+  now(): Promise<number>;
+  putCheckpoint(tenant: string, id: string, data: string): Promise<void>;
+  getCheckpoint(tenant: string, id: string): Promise<string | undefined>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,117 @@
+/**
+ * An in-memory ledger for tests and throwaway runs. It keeps the same compare-and-set and
+ * lease semantics as the SQL stores (otherwise the contract suite would prove nothing) and
+ * hands out copies, so a caller can never mutate a stored record.
+ */
+import type { CallRecord, ClaimRequest, ClaimResult, Ledger, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
+import { assertTransition } from "../../core/states.js";
+import { applyUpdate, isTakeable, newRecord } from "../../contracts/call-rules.js";
+import { memoryReconcileStore } from "./reconcile.js";
+import { changeOrder, isAfter } from "../../contracts/change-order.js";
+import { memorySagaLog } from "./sagas.js";
+import { memoryGovernance } from "./governance.js";
+
+export interface MemoryLedgerOptions {
+  /** The clock leases are judged by (default Date.now); tests may pass their own. */
+  readonly clock?: () => number;
+}
+
+export function memoryLedger(options: MemoryLedgerOptions = {}): Ledger {
+  const clock = options.clock ?? Date.now;
+  const calls = new Map<string, CallRecord>();
+  const checkpoints = new Map<string, string>();
+  const id = (tenant: string, key: string) => `${tenant}\u0000${key}`;
+  const copy = (record: CallRecord): CallRecord => structuredClone(record);
+
+  return {
+    location: "memory",
+    async claim(request: ClaimRequest): Promise<ClaimResult> {
+      const existing = calls.get(id(request.tenant, request.key));
+      if (existing) return { claimed: false, record: copy(existing) };
+      const record = newRecord(request, clock());
+      calls.set(id(request.tenant, request.key), record);
+      return { claimed: true, record: copy(record) };
+    },
+    async get(tenant, key) {
+      const record = calls.get(id(tenant, key));
+      return record && copy(record);
+    },
+    async update(tenant: string, key: string, version: number, update: RecordUpdate) {
+      const record = calls.get(id(tenant, key));
+      if (!record || record.version !== version) return undefined;
+      assertTransition(key, record.state, update.state);
+      const next = applyUpdate(record, update, clock());
+      calls.set(id(tenant, key), next);
+      return copy(next);
+    },
+    async takeOver(request: TakeOverRequest) {
+      const record = calls.get(id(request.tenant, request.key));
+      const now = clock();
+      if (!record || record.version !== request.version || !isTakeable(record, now, request.holderIsDead === true)) return undefined;
+      const next: CallRecord = {
+        ...record,
+        owner: request.owner,
+        leaseExpiresAt: now + request.leaseMs,
+        version: record.version + 1,
+        updatedAt: now,
+      };
+      calls.set(id(request.tenant, request.key), next);
+      return copy(next);
+    },
+    async renewLease(tenant, key, version, owner, leaseMs) {
+      const record = calls.get(id(tenant, key));
+      if (!record || record.version !== version || record.owner !== owner) return false;
+      if (record.state !== "in_progress" && record.state !== "uncertain") return false;
+      calls.set(id(tenant, key), { ...record, leaseExpiresAt: clock() + leaseMs });
+      return true;
+    },
+    async remove(tenant, key, version) {
+      const record = calls.get(id(tenant, key));
+      if (!record || record.version !== version) return false;
+      return calls.delete(id(tenant, key));
+    },
+    async list(query: ListQuery = {}) {
+      const limit = query.limit ?? 100;
+      const out: CallRecord[] = [];
+      for (const record of calls.values()) {
+        if (query.tenant !== undefined && record.tenant !== query.tenant) continue;
+        if (query.state !== undefined && record.state !== query.state) continue;
+        if (query.tool !== undefined && record.tool !== query.tool) continue;
+        if (query.key !== undefined && record.key !== query.key) continue;
+        out.push(copy(record));
+        if (out.length >= limit) break;
+      }
+      return out;
+    },
+    async listUnsettled(options = {}) {
+      const now = clock();
+      const out: CallRecord[] = [];
+      for (const record of calls.values()) {
+        const stale = record.state === "uncertain" ||
+          (record.state === "in_progress" && (options.includeLive === true || (record.leaseExpiresAt ?? 0) <= now));
+        if (stale) out.push(copy(record));
+        if (out.length >= (options.limit ?? 100)) break;
+      }
+      return out;
+    },
+    async listChangedSince(query) {
+      const changed = [...calls.values()].filter((r) =>
+        r.tool === query.tool && r.state !== "in_progress" && (query.until === undefined || r.updatedAt <= query.until) &&
+        (query.after === undefined || isAfter(r, query.after)));
+      return changed.sort(changeOrder).slice(0, query.limit ?? 100).map(copy);
+    },
+    reconcile: memoryReconcileStore(clock),
+    sagas: memorySagaLog(clock),
+    governance: memoryGovernance(),
+    async now() {
+      return clock();
+    },
+    async putCheckpoint(tenant, checkpointId, data) {
+      checkpoints.set(id(tenant, checkpointId), data);
+    },
+    async getCheckpoint(tenant, checkpointId) {
+      return checkpoints.get(id(tenant, checkpointId));
+    },
+    async close() {},
+  };
+}

@@ -1,0 +1,248 @@
+/**
+ * The PostgreSQL ledger's schema, as append-only migrations recorded in `schema_version`.
+ * Never edit a shipped migration: add the next one. A database whose schema is newer than
+ * this code knows is refused by name (EG_LEDGER_TOO_NEW) and left untouched.
+ */
+import type { PoolClient } from "pg";
+import { governanceMigrationSql } from "./governance.js";
+
+export interface Migration {
+  readonly version: number;
+  readonly description: string;
+  /** The statements, given the schema name already quoted. */
+  readonly sql: (schema: string) => string;
+}
+
+/**
+ * Notes on the first schema:
+ * - `input` and `result` are `json`, not `jsonb`: jsonb reorders object keys and refuses
+ *   "\u0000", so a replayed result would not be the first answer verbatim (the gate renders
+ *   the stored result with JSON.stringify) and some real tool results could not be recorded.
+ *   `json` still checks the text is JSON; cast to jsonb in queries that need operators.
+ * - Times are epoch milliseconds (bigint) on the database clock, like the other stores.
+ * - tenant and key use the "C" collation: byte order like SQLite's, and cheaper comparisons.
+ * - Indexes: the primary key serves every per-call operation (claim, get, update, take-over,
+ *   renew, remove); `calls_unsettled` is partial, so a recovery pass costs the unsettled
+ *   calls, not the ledger; `calls_by_key` finds one key in every tenant; `calls_by_state`
+ *   lists a state oldest first.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: "calls and checkpoints",
+    sql: (s) => `
+      CREATE TABLE ${s}.calls (
+        tenant text COLLATE "C" NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        tool text NOT NULL,
+        effect text NOT NULL,
+        task text NOT NULL,
+        tool_use_id text NOT NULL,
+        fingerprint text NOT NULL,
+        input json NOT NULL,
+        input_redacted boolean NOT NULL,
+        state text NOT NULL,
+        result json,
+        error text,
+        owner text,
+        lease_expires_at bigint,
+        attempts integer NOT NULL,
+        version integer NOT NULL,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        PRIMARY KEY (tenant, key)
+      );
+      CREATE INDEX calls_unsettled ON ${s}.calls (state, lease_expires_at) WHERE state IN ('in_progress', 'uncertain');
+      CREATE INDEX calls_by_state ON ${s}.calls (state, created_at);
+      CREATE INDEX calls_by_key ON ${s}.calls (key);
+      CREATE TABLE ${s}.checkpoints (
+        tenant text COLLATE "C" NOT NULL,
+        id text COLLATE "C" NOT NULL,
+        data text NOT NULL,
+        updated_at bigint NOT NULL,
+        PRIMARY KEY (tenant, id)
+      );`,
+  },
+  {
+    // Reconciliation (src/reconcile/postgres.ts). `calls_changes` lists a tool's records in change
+    // order for incremental scans; partial, so a claim (still in_progress) adds no entry. Evidence,
+    // fields and records are `json` for the same fidelity reasons as `calls.result`.
+    version: 2,
+    description: "reconciliation",
+    sql: (s) => `
+      CREATE INDEX calls_changes ON ${s}.calls (tool, updated_at, tenant, key) WHERE state <> 'in_progress';
+      CREATE TABLE ${s}.reconcile_findings (
+        id text COLLATE "C" PRIMARY KEY,
+        kind text NOT NULL,
+        tool text NOT NULL,
+        tenant text COLLATE "C",
+        key text COLLATE "C" NOT NULL,
+        status text NOT NULL,
+        source text NOT NULL,
+        summary text NOT NULL,
+        evidence json NOT NULL,
+        first_seen_at bigint NOT NULL,
+        last_seen_at bigint NOT NULL,
+        times_seen integer NOT NULL,
+        resolved_at bigint,
+        resolution text,
+        resolved_by text
+      );
+      CREATE INDEX reconcile_findings_open ON ${s}.reconcile_findings (first_seen_at, id) WHERE status = 'open';
+      CREATE INDEX reconcile_findings_by_key ON ${s}.reconcile_findings (key);
+      CREATE TABLE ${s}.reconcile_confirmations (
+        tool text NOT NULL,
+        tenant text COLLATE "C" NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        ref text COLLATE "C" NOT NULL,
+        source text NOT NULL,
+        fields json,
+        at bigint NOT NULL,
+        PRIMARY KEY (tool, tenant, key, ref)
+      );
+      CREATE INDEX reconcile_confirmations_by_ref ON ${s}.reconcile_confirmations (tool, ref);
+      CREATE TABLE ${s}.reconcile_receipts (
+        id text COLLATE "C" PRIMARY KEY,
+        digest text NOT NULL,
+        tool text NOT NULL,
+        record json NOT NULL,
+        received_at bigint NOT NULL,
+        processed_at bigint,
+        outcome json
+      );
+      CREATE TABLE ${s}.reconcile_cursors (
+        name text COLLATE "C" PRIMARY KEY,
+        value json NOT NULL,
+        updated_at bigint NOT NULL
+      );`,
+  },
+  {
+    // Governance (src/governance/postgres.ts): kill switches, quota counters and the calls already
+    // charged, rate windows and breakers, approvals, and the two functions that charge a quota and
+    // count a rate window atomically in one statement.
+    version: 3,
+    description: "governance",
+    sql: (s) => governanceMigrationSql(s),
+  },
+  {
+    // Sagas (src/ledger/postgres/sagas.ts). `n` orders sagas by creation (list, oldest first);
+    // `sagas_active` is partial, so a recovery pass costs the running and compensating sagas, not the
+    // log; steps and history are read per saga through their primary keys. Every write to a saga
+    // locks its row first, which serialises step positions and history sequence numbers.
+    version: 4,
+    description: "sagas",
+    sql: (s) => `
+      CREATE TABLE ${s}.sagas (
+        n bigint GENERATED ALWAYS AS IDENTITY,
+        tenant text COLLATE "C" NOT NULL,
+        saga_id text COLLATE "C" NOT NULL,
+        task text NOT NULL,
+        state text NOT NULL,
+        on_abandon text NOT NULL,
+        owner text,
+        lease_expires_at bigint,
+        reason text,
+        resolution text,
+        version integer NOT NULL,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        PRIMARY KEY (tenant, saga_id)
+      );
+      CREATE INDEX sagas_active ON ${s}.sagas (n) WHERE state IN ('running', 'compensating');
+      CREATE INDEX sagas_by_id ON ${s}.sagas (saga_id);
+      CREATE INDEX sagas_by_state ON ${s}.sagas (state, n);
+      CREATE INDEX sagas_order ON ${s}.sagas (n);
+      CREATE TABLE ${s}.saga_steps (
+        tenant text COLLATE "C" NOT NULL,
+        saga_id text COLLATE "C" NOT NULL,
+        name text COLLATE "C" NOT NULL,
+        position integer NOT NULL,
+        tool text NOT NULL,
+        effect text NOT NULL,
+        key text NOT NULL,
+        input json NOT NULL,
+        input_redacted boolean NOT NULL,
+        fingerprint text NOT NULL,
+        compensable boolean NOT NULL,
+        compensation json,
+        approval text NOT NULL,
+        state text NOT NULL,
+        result json,
+        error text,
+        compensation_key text,
+        version integer NOT NULL,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        PRIMARY KEY (tenant, saga_id, name),
+        UNIQUE (tenant, saga_id, position)
+      );
+      CREATE TABLE ${s}.saga_events (
+        tenant text COLLATE "C" NOT NULL,
+        saga_id text COLLATE "C" NOT NULL,
+        seq integer NOT NULL,
+        at bigint NOT NULL,
+        kind text NOT NULL,
+        step text,
+        message text NOT NULL,
+        data json,
+        PRIMARY KEY (tenant, saga_id, seq)
+      );`,
+  },
+];
+
+/** The schema version this code writes and reads. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Namespace of the advisory lock that serialises migrations (the second key is hashtext(schema)). */
+const LOCK_NAMESPACE = 0x45474d31; // "EGM1"
+
+/** The schema's version: 0 when there is no effectgate ledger in it (no schema_version table). */
+export async function readSchemaVersion(client: PoolClient, quoted: string): Promise<number> {
+  const found = await client.query<{ t: string | null }>(`SELECT to_regclass($1)::text AS t`, [`${quoted}.schema_version`]);
+  if (found.rows[0]?.t == null) return 0;
+  const max = await client.query<{ v: string | null }>(`SELECT max(version)::text AS v FROM ${quoted}.schema_version`);
+  return Number(max.rows[0]?.v ?? 0);
+}
+
+export class SchemaTooNew extends Error {
+  constructor(readonly found: number) {
+    super(`schema version ${found} is newer than ${SCHEMA_VERSION}`);
+  }
+}
+
+/**
+ * Brings the schema up to SCHEMA_VERSION. Two workers starting together do not race: the
+ * work happens in one transaction under an advisory lock, and the version is read again
+ * once the lock is held. Returns the versions before and after.
+ */
+export async function applyMigrations(client: PoolClient, schema: string, quoted: string): Promise<{ from: number; to: number }> {
+  const seen = await readSchemaVersion(client, quoted);
+  if (seen > SCHEMA_VERSION) throw new SchemaTooNew(seen);
+  if (seen === SCHEMA_VERSION) return { from: seen, to: seen };
+  await client.query("BEGIN");
+  try {
+    await client.query(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, [LOCK_NAMESPACE, schema]);
+    // CREATE SCHEMA IF NOT EXISTS needs the CREATE right on the database even when the schema
+    // exists; a schema a DBA made for us must not need it.
+    const exists = await client.query(`SELECT 1 FROM pg_namespace WHERE nspname = $1`, [schema]);
+    if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${quoted}`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${quoted}.schema_version (
+         version integer PRIMARY KEY,
+         description text NOT NULL,
+         applied_at timestamptz NOT NULL DEFAULT now()
+       )`,
+    );
+    const from = await readSchemaVersion(client, quoted);
+    if (from > SCHEMA_VERSION) throw new SchemaTooNew(from);
+    for (const migration of MIGRATIONS.slice(from)) {
+      await client.query(migration.sql(quoted));
+      await client.query(`INSERT INTO ${quoted}.schema_version (version, description) VALUES ($1, $2)`, [migration.version, migration.description]);
+    }
+    await client.query("COMMIT");
+    return { from, to: SCHEMA_VERSION };
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw err;
+  }
+}
