@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createGate } from "../src/root/create-gate.js";
-import { sqliteLedger } from "../src/stores/sqlite/calls.js";
+import { sqliteLedger } from "../src/stores/sqlite/index.js";
 import { startPaymentService, type PaymentService } from "../src/demo/payment-service.js";
 import { chargeCardTool } from "../src/demo/payment-tool.js";
 import { seededRandom } from "../src/demo/random.js";

@@ -23,7 +23,8 @@ import { Agent, createServer, request, type IncomingMessage, type Server, type S
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import { join } from "node:path";
-import { memoryLedger, sqliteLedger, type Ledger } from "../src/index.js";
+import { memoryLedger, type Stores } from "../src/index.js";
+import { sqliteLedger } from "../src/sqlite.js";
 import { idempotencyMiddleware, type IdempotentRequestFields } from "../src/server.js";
 import { collectGarbage, fmtUs, summarize, table, usSince, type Summary } from "./lib/stats.js";
 
@@ -77,7 +78,7 @@ function bareListener(req: IncomingMessage, res: ServerResponse): void {
   });
 }
 
-function middlewareListener(ledger: Ledger): (req: IncomingMessage, res: ServerResponse) => void {
+function middlewareListener(ledger: Stores): (req: IncomingMessage, res: ServerResponse) => void {
   const idempotency = idempotencyMiddleware({ ledger });
   return (req: Req, res) => void idempotency(req, res, () => handler(req, res, req.body));
 }

@@ -20,7 +20,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { z } from "zod";
-import { createGate, defineTool, sqliteLedger, type Ledger, type Scope, type ToolUseBlock } from "../src/index.js";
+import { createGate, defineTool, type Stores, type Scope, type ToolUseBlock } from "../src/index.js";
+import { sqliteLedger } from "../src/sqlite.js";
 import { migratePostgres, postgresLedger } from "../src/postgres.js";
 import { table } from "./lib/stats.js";
 
@@ -81,7 +82,7 @@ async function compare(concurrency: number, gatedCall: (i: number) => Promise<vo
 
 let run = 0;
 /** A gate on `ledger` and a function making one gated write call of a fresh key. */
-function gatedCalls(ledger: Ledger) {
+function gatedCalls(ledger: Stores) {
   const gate = createGate({ tools: [createTicket], ledger, onAlert: (a) => { throw new Error(`alert: ${a.message}`); } });
   const tag = `r${run++}`;
   const call = async (i: number) => {
@@ -153,7 +154,7 @@ async function sqliteRows(dir: string, durability: "fsync" | "process"): Promise
   const rawFile = join(dir, `raw-${durability}.db`);
   // The raw file gets the ledger's own schema by being opened once as a ledger.
   const schemaOnly = sqliteLedger(rawFile);
-  await schemaOnly.list();
+  await schemaOnly.calls.list();
   await schemaOnly.close();
   const raw = new Database(rawFile);
   raw.pragma("journal_mode = WAL");

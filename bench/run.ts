@@ -30,10 +30,8 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { z } from "zod";
-import {
-  createGate, defineTool, memoryLedger, sqliteLedger,
-  type Gate, type Json, type Ledger, type Scope, type ToolContext, type ToolUseBlock,
-} from "../src/index.js";
+import { createGate, defineTool, memoryLedger, type Gate, type Json, type Stores, type Scope, type ToolContext, type ToolUseBlock } from "../src/index.js";
+import { sqliteLedger } from "../src/sqlite.js";
 import { describeEnv, envInfo, type EnvInfo } from "./lib/env.js";
 import { jsonLedgerCall, writeWhole, type JsonLedgerData } from "./lib/json-ledger.js";
 import { collectGarbage, fmtUs, summarize, table, timeAsync, timeSync, usSince, type Summary } from "./lib/stats.js";
@@ -173,7 +171,7 @@ const writeBlock = (tag: string, i: number): ToolUseBlock => ({ type: "tool_use"
 const TOOLS = [lookupOrder, createTicket];
 
 let alerts = 0;
-function gateOn(ledger: Ledger): Gate {
+function gateOn(ledger: Stores): Gate {
   return createGate({ tools: TOOLS, ledger, onAlert: () => void alerts++ });
 }
 
@@ -424,27 +422,27 @@ function rawSqliteSeries(file: string, durability: "fsync" | "process"): Series 
   };
 }
 
-/** The store alone: ledger.claim + ledger.update(completed) with the record the gate would write, no gate around it. */
-function ledgerSeries(ledger: Ledger, store: WriteRow["store"], label: string): Series {
+/** The store alone: ledger.claim + ledger.calls.update(completed) with the record the gate would write, no gate around it. */
+function ledgerSeries(ledger: Stores, store: WriteRow["store"], label: string): Series {
   const owner = `${os.hostname()}/${process.pid}/bench`;
   const fingerprint = "f".repeat(64);
   return {
     layer: "ledger", store, label, warmupTag: "l",
     run: async (tag, i) => {
       const id = toolUseId(tag, i);
-      const claim = await ledger.claim({
+      const claim = await ledger.calls.claim({
         tenant: SCOPE.tenant, key: id, tool: "create_ticket", effect: "write", task: SCOPE.task, toolUseId: id,
         fingerprint, input: WRITE_INPUT, inputRedacted: false, owner, leaseMs: 30_000,
       });
       if (!claim.claimed) throw new Error(`ledger claim of ${id} found an existing record`);
-      const done = await ledger.update(SCOPE.tenant, id, claim.record.version, { state: "completed", result: { ...TICKET }, owner: null });
+      const done = await ledger.calls.update(SCOPE.tenant, id, claim.record.version, { state: "completed", result: { ...TICKET }, owner: null });
       if (!done) throw new Error(`ledger update of ${id} lost its race`);
     },
     close: () => ledger.close(),
   };
 }
 
-function gateSeries(ledger: Ledger, store: WriteRow["store"], label: string, tag = "g"): Series {
+function gateSeries(ledger: Stores, store: WriteRow["store"], label: string, tag = "g"): Series {
   const gate = gateOn(ledger);
   return {
     layer: "gate", store, label, warmupTag: tag,

@@ -1,58 +1,42 @@
-export { createGate, DEFAULT_LEDGER_PATH, type Gate, type GateOptions } from "./root/create-gate.js";
-export type { ToolResultBlock, ToolUseBlock } from "./core/blocks.js";
-export type { Alert, GateStats } from "./gate/runtime.js";
-export type { RecoverySummary } from "./gate/recover.js";
+/**
+ * effectgate: effectively-once side effects for AI-agent tool calls. This entry holds what an
+ * agent author uses; the stores, operator functions, test helpers and the HTTP middleware have
+ * entries of their own (effectgate/sqlite, /postgres, /operator, /testing, /server).
+ *
+ *   import { createGate, defineTool } from "effectgate";
+ *
+ * Importing it loads no native addon: the default SQLite ledger loads its driver when the file
+ * is first opened.
+ */
+export { createGate, DEFAULT_LEDGER_PATH, type Gate, type GateOptions, type RecoverySummary } from "./root/create-gate.js";
+export type { Alert, GateStats } from "./gate/alerts.js";
 export {
   defineTool,
-  type AnyTool, type EffectClass, type Json, type KeyStrategy, type ProbeResult, type Tool, type ToolContext, type ToolSpec,
+  type AnyTool, type KeyStrategy, type Tool, type ToolContext, type ToolSpec,
 } from "./core/tool.js";
-export { deriveKey, fingerprint, canonicalJson, type Scope } from "./core/keys.js";
-export { EffectgateError, isEffectgateError, type ErrorCode, type ErrorOutcome } from "./core/errors.js";
-export { CALL_STATES, type CallState } from "./core/states.js";
+export type { EffectClass } from "./core/effect-class.js";
+export type { Json } from "./core/json.js";
+export type { DownstreamRecord, DryRunPreview, FieldDifference, LookupContext, LookupWindow, ProbeResult, RecordedCall } from "./core/hooks.js";
+export type { SandboxSpec } from "./core/sandbox-spec.js";
+export type { ProbePolicy, RetryPolicy } from "./core/policies.js";
 export type { StandardSchemaV1 } from "./core/standard-schema.js";
-export type { CallRecord, ClaimRequest, ClaimResult, Ledger, ListQuery, RecordUpdate, TakeOverRequest } from "./contracts/calls.js";
-export type { ChangeCursor, ChangesQuery } from "./contracts/calls.js";
-export { reconcile, DEFAULT_SETTLE_MS, DEFAULT_SKEW_MS, type ReconcileOptions, type ReconcileSummary, type ReconcileTarget, type ToolScan } from "./reconcile/scan.js";
-export { applyReceipt, type AppliedReceipt, type ReceiptOutcome } from "./reconcile/receipt.js";
-export { listQueue, showQueueItem, resolveCall, type CallResolution, type QueueDetail, type QueueItem, type QueueKind, type QueueQuery } from "./reconcile/queue.js";
-export type { ConfirmationQuery, FindingQuery, ReconcileStore, Resolution } from "./contracts/reconcile.js";
-export {
-  FINDING_KINDS,
-  type Confirmation, type DownstreamRecord, type FieldDifference, type Finding, type FindingKind, type FindingReport, type FindingSource,
-  type FindingStatus, type LedgerSnapshot, type LookupContext, type LookupWindow, type ReceiptInput, type RecordedCall, type StoredReceipt,
-} from "./contracts/findings.js";
-export { memoryLedger, type MemoryLedgerOptions } from "./stores/memory/calls.js";
-export { sqliteLedger, type SqliteLedgerOptions } from "./stores/sqlite/calls.js";
+export type { ToolResultBlock, ToolUseBlock } from "./core/blocks.js";
+export { deriveKey, type Scope } from "./core/keys.js";
+export { EffectgateError, isEffectgateError, type ErrorCode, type ErrorOutcome } from "./core/errors.js";
+export { OutcomeUnknown, ToolRejected, ToolTimeout } from "./core/outcome.js";
+export type { CallState } from "./core/states.js";
+export type { Stores } from "./contracts/stores.js";
+export type { AgentCheckpoint, CheckpointStore } from "./contracts/checkpoints.js";
+export { memoryLedger, type MemoryLedgerOptions } from "./stores/memory/index.js";
 export { fileCheckpoint } from "./checkpoint/file.js";
 export { ledgerCheckpoint } from "./checkpoint/stored.js";
-export type { AgentCheckpoint, CheckpointStore } from "./checkpoint/codec.js";
-export { ToolRejected, OutcomeUnknown, ToolTimeout, classifyError, type ErrorKind } from "./core/outcome.js";
-export type { RetryPolicy, ProbePolicy } from "./core/policies.js";
-export type {
-  Policy, GrantRule, QuotaRule, QuotaPer, RateLimitRule, RatePer, ApprovalRule, Condition, GovernedClass, NamePattern,
-} from "./governance/policy.js";
-export { DEFAULT_POLICY_FILE, DEFAULT_APPROVAL_TTL_MS } from "./governance/policy.js";
-export { loadPolicyFile, parsePolicyText } from "./governance/policy-file.js";
-export { parsePolicy } from "./governance/policy-schema.js";
+export type { Policy } from "./governance/policy.js";
 export type { Approver } from "./governance/govern.js";
-export { decideApproval, APPROVAL_MOVES, type ApprovalDecision, type DecideResult } from "./governance/approvals.js";
-export {
-  setKillSwitch, listKillSwitches, listApprovals, decideCall, listBreakers, closeBreaker, awaitingApproval, governanceOf,
-} from "./governance/operator.js";
-export { memoryGovernance } from "./stores/memory/governance.js";
-export type {
-  GovernanceStore, KillSwitch, KillTarget, QuotaCharge, QuotaVerdict, QuotaCounter, RateCount, RateVerdict, Breaker,
-  ApprovalRecord, ApprovalState, ApprovalMove, ApprovalQuery, NewApproval, DryRunPreview,
-} from "./contracts/governance.js";
-export type { SandboxSpec } from "./core/sandbox-spec.js";
+export type { ApprovalDecision } from "./governance/approvals.js";
+export type { ApprovalRecord } from "./contracts/governance.js";
+export { awaitingApproval } from "./governance/awaiting.js";
 export { SagaError } from "./saga/errors.js";
-export { SAGA_STATES, STEP_STATES } from "./contracts/saga-states.js";
-export { stepKey as sagaStepKey, compensationKey as sagaCompensationKey } from "./saga/keys.js";
-export { requestSagaCompensation, resolveSaga, type SagaResolution } from "./saga/operator.js";
 export type {
   ApproveNonCompensable, NonCompensableStep, Saga, SagaOptions, SagaRecoverySummary, SagaStatus, StepOptions,
 } from "./saga/types.js";
-export type {
-  Approval as SagaStepApproval, Compensation, OnAbandon, SagaEvent, SagaEventKind, SagaLog, SagaQuery, SagaRecord, SagaState,
-  SagaStepRecord, StepState,
-} from "./contracts/sagas.js";
+export type { ReconcileOptions, ReconcileSummary, ToolScan } from "./reconcile/scan.js";

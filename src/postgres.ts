@@ -13,4 +13,4 @@ export {
   POSTGRES_SCHEMA_VERSION,
   type PostgresConnection,
   type PostgresLedgerOptions,
-} from "./stores/postgres/calls.js";
+} from "./stores/postgres/index.js";

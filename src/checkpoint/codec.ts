@@ -1,30 +1,12 @@
 /**
- * The agent loop's state, saved so a killed run resumes where it stopped. The pending
+ * A checkpoint as text: versioned JSON, checked field by field when read, so a damaged one is
+ * refused by name (EG_CHECKPOINT_CORRUPT) instead of resuming the wrong task. The pending
  * tool_use content is what the model asked for last; on resume it is answered through the
  * ledger, so a call that already ran is not run again.
  */
 import { z } from "zod";
 import { EffectgateError } from "../core/errors.js";
-import type { Scope } from "../core/keys.js";
-
-export interface AgentCheckpoint {
-  readonly scope: Scope;
-  /** The conversation so far, in whatever message shape the agent loop uses. */
-  readonly messages: readonly unknown[];
-  /** Loop counters (turns, tokens, …). */
-  readonly counters: Readonly<Record<string, number>>;
-  /** The assistant content whose tool_use blocks have not been answered yet; null when none. */
-  readonly pendingToolUse: readonly unknown[] | null;
-}
-
-export interface CheckpointStore {
-  /** Where it lives, for messages. */
-  readonly location: string;
-  /** The saved state, or undefined when nothing was ever saved. Damage throws EG_CHECKPOINT_CORRUPT. */
-  load(): Promise<AgentCheckpoint | undefined>;
-  /** Replaces the saved state atomically: a reader sees the old state or the new one, never a mix. */
-  save(checkpoint: AgentCheckpoint): Promise<void>;
-}
+import type { AgentCheckpoint } from "../contracts/checkpoints.js";
 
 const checkpointSchema = z.object({
   format: z.literal("effectgate.checkpoint/1"),

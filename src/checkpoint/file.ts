@@ -3,7 +3,8 @@ import { randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { EffectgateError, messageOf } from "../core/errors.js";
-import { decodeCheckpoint, encodeCheckpoint, type AgentCheckpoint, type CheckpointStore } from "./codec.js";
+import { decodeCheckpoint, encodeCheckpoint } from "./codec.js";
+import { type AgentCheckpoint, type CheckpointStore } from "../contracts/checkpoints.js";
 
 export function fileCheckpoint(path: string): CheckpointStore {
   const file = resolve(path);

@@ -4,7 +4,7 @@
  * (kill on/off, breaker close, approve, deny) opens it writable but never creates a file.
  */
 import { defaultOperator } from "./operator.js";
-import type { Ledger } from "../contracts/calls.js";
+import type { Stores } from "../contracts/stores.js";
 import { decideApproval } from "../governance/approvals.js";
 import type { ApprovalRecord, ApprovalState, GovernanceStore, KillSwitch, KillTarget } from "../contracts/governance.js";
 import { describePreview } from "../governance/dry-run.js";
@@ -14,7 +14,7 @@ import { openLedgerForChanges, openLedgerForReading } from "./open-ledger.js";
 
 
 interface Opened {
-  readonly ledger: Ledger;
+  readonly ledger: Stores;
   readonly store: GovernanceStore;
   readonly file: string;
 }

@@ -1,6 +1,6 @@
 /** `effectgate ledger ls` and `effectgate ledger show`: read-only views of a ledger file. */
 import type { CallState } from "../core/states.js";
-import type { Json } from "../core/tool.js";
+import type { Json } from "../core/json.js";
 import type { CallRecord, ListQuery } from "../contracts/calls.js";
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from "./errors.js";
 import { hanging, indent, iso, relative, short, table } from "./format.js";
@@ -41,7 +41,7 @@ export async function ledgerLs(options: LsOptions): Promise<void> {
       ...(options.state === undefined ? {} : { state: options.state }),
       ...(options.tool === undefined ? {} : { tool: options.tool }),
     };
-    const records = await ledger.list(query);
+    const records = await ledger.calls.list(query);
     if (options.json) {
       process.stdout.write(`${JSON.stringify(records, null, 2)}\n`);
       return;
@@ -71,7 +71,7 @@ export async function ledgerShow(key: string, options: ShowOptions): Promise<voi
   try {
     let record: CallRecord | undefined;
     if (options.tenant !== undefined) {
-      record = await ledger.get(options.tenant, key);
+      record = await ledger.calls.get(options.tenant, key);
       if (!record) {
         const elsewhere = await tenantsWithKey(key);
         const hint = elsewhere.length ? ` It exists in tenant${elsewhere.length === 1 ? "" : "s"} ${elsewhere.join(", ")}.` : "";
@@ -99,7 +99,7 @@ export async function ledgerShow(key: string, options: ShowOptions): Promise<voi
 
   // A key without its tenant: one indexed lookup across tenants.
   async function withKey(k: string): Promise<CallRecord[]> {
-    return ledger.list({ key: k, limit: 1000 });
+    return ledger.calls.list({ key: k, limit: 1000 });
   }
   async function tenantsWithKey(k: string): Promise<string[]> {
     try {

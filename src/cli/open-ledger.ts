@@ -6,22 +6,22 @@
 import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { messageOf } from "../core/errors.js";
-import type { Ledger } from "../contracts/calls.js";
-import { sqliteLedger } from "../stores/sqlite/calls.js";
+import type { Stores } from "../contracts/stores.js";
+import { sqliteLedger } from "../stores/sqlite/index.js";
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from "./errors.js";
 
 export interface OpenedLedger {
-  readonly ledger: Ledger;
+  readonly ledger: Stores;
   /** The absolute path of the file. */
   readonly file: string;
 }
 
 /** Set by `--pg URL` / EFFECTGATE_PG_URL (see usePostgres): then every command opens that ledger instead of a file. */
-let postgresTarget: { readonly where: string; open(mode: "read" | "change"): Ledger } | undefined;
+let postgresTarget: { readonly where: string; open(mode: "read" | "change"): Stores } | undefined;
 
 /** Points the operator commands at a PostgreSQL ledger. Loads `pg` only now, so file users never need it. */
 export async function usePostgres(url: string, schema?: string): Promise<void> {
-  const { postgresLedger } = await import("../stores/postgres/calls.js").catch((err: unknown) => {
+  const { postgresLedger } = await import("../stores/postgres/index.js").catch((err: unknown) => {
     throw new CliError(`--pg needs the \`pg\` package: npm install pg (${messageOf(err)})`, EXIT_FAILURE);
   });
   postgresTarget = {

@@ -4,8 +4,10 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { isEffectgateError, messageOf } from "../core/errors.js";
-import type { AnyTool, Json } from "../core/tool.js";
-import type { CallRecord, Ledger } from "../contracts/calls.js";
+import type { AnyTool } from "../core/tool.js";
+import type { Json } from "../core/json.js";
+import type { CallRecord } from "../contracts/calls.js";
+import type { Stores } from "../contracts/stores.js";
 import { listQueue, resolveCall, showQueueItem, type QueueDetail } from "../reconcile/queue.js";
 import { reconcile, type ReconcileSummary } from "../reconcile/scan.js";
 import type { Finding } from "../contracts/findings.js";
@@ -15,7 +17,7 @@ import { STATE_MEANING } from "./ledger.js";
 import { openLedgerForChanges, openLedgerForReading } from "./open-ledger.js";
 
 
-async function withLedger<T>(opened: { ledger: Ledger; file: string } | Promise<{ ledger: Ledger; file: string }>, fn: (ledger: Ledger, file: string) => Promise<T>): Promise<T> {
+async function withLedger<T>(opened: { ledger: Stores; file: string } | Promise<{ ledger: Stores; file: string }>, fn: (ledger: Stores, file: string) => Promise<T>): Promise<T> {
   const { ledger, file } = await opened;
   try {
     return await fn(ledger, file);
@@ -143,7 +145,7 @@ export async function queueShow(id: string, options: { db: string; tenant?: stri
   });
 }
 
-async function lookUp(ledger: Ledger, file: string, id: string, tenant: string | undefined): Promise<QueueDetail> {
+async function lookUp(ledger: Stores, file: string, id: string, tenant: string | undefined): Promise<QueueDetail> {
   const found = await showQueueItem(ledger, id, tenant === undefined ? {} : { tenant });
   if (found.found) return found.item;
   if (found.why === "ambiguous") {

@@ -1,7 +1,7 @@
 /** `effectgate saga ls|show|compensate|resolve`: the saga log of a ledger file. */
 import { defaultOperator } from "./operator.js";
-import type { Json } from "../core/tool.js";
-import type { Ledger } from "../contracts/calls.js";
+import type { Json } from "../core/json.js";
+import type { Stores } from "../contracts/stores.js";
 import type { SagaEvent, SagaLog, SagaRecord, SagaState, SagaStepRecord } from "../contracts/sagas.js";
 import { requestSagaCompensation, resolveSaga } from "../saga/operator.js";
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from "./errors.js";
@@ -18,7 +18,7 @@ export const SAGA_STATE_MEANING: Readonly<Record<SagaState, string>> = {
   resolved: "a person settled it (see the resolution).",
 };
 
-async function withLedger<T>(ledger: Ledger, fn: (log: SagaLog) => Promise<T>): Promise<T> {
+async function withLedger<T>(ledger: Stores, fn: (log: SagaLog) => Promise<T>): Promise<T> {
   try {
     if (!ledger.sagas) throw new CliError(`the ledger ${ledger.location} keeps no sagas`, EXIT_FAILURE);
     return await fn(ledger.sagas);

@@ -1,5 +1,11 @@
-/** Record construction and update rules shared by every store, so they cannot drift apart. */
+/**
+ * The rules every call store keeps, as pure functions: how a claim makes a record, how an update
+ * changes one, when a holder's lease has run out, and the order lists come in. The memory store
+ * applies them directly; the SQL stores state them once in src/stores/sql/call-statements.ts.
+ */
+import { isHeld } from "../core/states.js";
 import type { CallRecord, ClaimRequest, RecordUpdate } from "./calls.js";
+import { compareBytes } from "./change-order.js";
 
 export function newRecord(request: ClaimRequest, now: number): CallRecord {
   return {
@@ -42,11 +48,17 @@ export function applyUpdate(record: CallRecord, update: RecordUpdate, now: numbe
   };
 }
 
-/** States in which a call has a holder working on it (running it, or probing its unknown outcome). */
-export const HELD_STATES = ["in_progress", "uncertain"] as const;
+/** The lease rule, for calls and sagas alike: nobody holds it, or its holder's lease ran out on the store's clock. */
+export function leaseRanOut(holder: { readonly owner: string | null; readonly leaseExpiresAt: number | null }, now: number): boolean {
+  return holder.owner === null || holder.leaseExpiresAt === null || holder.leaseExpiresAt <= now;
+}
 
-/** Whether a take-over may happen now: an in_progress or uncertain call nobody holds, whose lease ran out, or whose holder is dead. */
+/** Whether a take-over may happen now: a held call (in_progress or uncertain) whose lease ran out, or whose holder is dead. */
 export function isTakeable(record: CallRecord, now: number, holderIsDead: boolean): boolean {
-  if (record.state !== "in_progress" && record.state !== "uncertain") return false;
-  return holderIsDead || record.owner === null || record.leaseExpiresAt === null || record.leaseExpiresAt <= now;
+  return isHeld(record.state) && (holderIsDead || leaseRanOut(record, now));
+}
+
+/** The order every store lists calls in: oldest first, then tenant and key byte by byte. */
+export function listOrder(a: CallRecord, b: CallRecord): number {
+  return a.createdAt - b.createdAt || compareBytes(a.tenant, b.tenant) || compareBytes(a.key, b.key);
 }

@@ -1,6 +1,7 @@
 /**
- * The ledger contract. The gate knows only this interface; memory, SQLite and (later)
- * PostgreSQL implement it and all pass the same contract suite (test/ledger/contract.ts).
+ * The call store contract: one record per gated call, written compare-and-set. The gate knows
+ * only this interface; the memory, SQLite and PostgreSQL stores implement it and all pass the
+ * same contract suite (src/testing/contract-suites.ts).
  *
  * Rules every store keeps:
  * - One record per (tenant, key). Every read and write names the tenant.
@@ -15,10 +16,8 @@
  *   EG_LEDGER_CORRUPT / EG_LEDGER_UNAVAILABLE.
  */
 import type { CallState } from "../core/states.js";
-import type { EffectClass, Json } from "../core/tool.js";
-import type { ReconcileStore } from "./reconcile.js";
-import type { SagaLog } from "./sagas.js";
-import type { GovernanceStore } from "./governance.js";
+import type { EffectClass } from "../core/effect-class.js";
+import type { Json } from "../core/json.js";
 
 export interface CallRecord {
   readonly tenant: string;
@@ -52,19 +51,11 @@ export interface CallRecord {
   readonly updatedAt: number;
 }
 
-export interface ClaimRequest {
-  readonly tenant: string;
-  readonly key: string;
-  readonly tool: string;
-  readonly effect: EffectClass;
-  readonly task: string;
-  readonly toolUseId: string;
-  readonly fingerprint: string;
-  readonly input: Json;
-  readonly inputRedacted: boolean;
+/** What a claim writes: the call's identity and input, and who holds it for how long (a new record is `in_progress`, attempt 1). */
+export type ClaimRequest = Pick<CallRecord, "tenant" | "key" | "tool" | "effect" | "task" | "toolUseId" | "fingerprint" | "input" | "inputRedacted"> & {
   readonly owner: string;
   readonly leaseMs: number;
-}
+};
 
 export type ClaimResult =
   /** The key was new: the record is `in_progress`, owned by the claimant, attempts = 1. */
@@ -103,7 +94,7 @@ export interface ListQuery {
   readonly tool?: string;
   /** One key, in every tenant (operators looking a call up). */
   readonly key?: string;
-  /** At most this many, oldest first (default 100). */
+  /** At most this many, oldest first: by creation time, then tenant and key byte by byte (`listOrder`), in every store (default 100). */
   readonly limit?: number;
 }
 
@@ -125,7 +116,7 @@ export interface ChangesQuery {
   readonly limit?: number;
 }
 
-export interface Ledger {
+export interface CallStore {
   /** Where the records live, for messages: "memory", "sqlite:/path/ledger.db". */
   readonly location: string;
   claim(request: ClaimRequest): Promise<ClaimResult>;
@@ -154,15 +145,6 @@ export interface Ledger {
    * stores without it cannot be reconciled.
    */
   listChangedSince?(query: ChangesQuery): Promise<CallRecord[]>;
-  /** Reconciliation's findings, confirmations, receipts and cursors, kept with the ledger (optional). */
-  readonly reconcile?: ReconcileStore;
-  /** The saga log, kept with the ledger (optional: a store without it cannot run sagas). See src/saga/contract.ts. */
-  readonly sagas?: SagaLog;
-  /** Kill switches, quota counters, rate breakers and approvals, kept with the ledger (optional: without it only grants are enforced). See src/governance/contract.ts. */
-  readonly governance?: GovernanceStore;
-  /** The store's clock (epoch ms). */
+  /** The store's clock (epoch ms): leases are judged by it. */
   now(): Promise<number>;
-  putCheckpoint(tenant: string, id: string, data: string): Promise<void>;
-  getCheckpoint(tenant: string, id: string): Promise<string | undefined>;
-  close(): Promise<void>;
 }

@@ -5,7 +5,8 @@
  */
 import type { CallRecord, ChangeCursor } from "./calls.js";
 
-function compareBytes(a: string, b: string): number {
+/** Byte order of UTF-8, as SQLite's BINARY and PostgreSQL's "C" collation compare. */
+export function compareBytes(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 

@@ -13,7 +13,9 @@
  *   current state: an approval is decided once and consumed once.
  * - Times are epoch ms passed in by the caller (`now`), so tests use injectable clocks.
  */
-import type { EffectClass, Json } from "../core/tool.js";
+import type { EffectClass } from "../core/effect-class.js";
+import type { Json } from "../core/json.js";
+import type { DryRunPreview } from "../core/hooks.js";
 
 // ---- kill switches ---------------------------------------------------------------------------
 
@@ -89,14 +91,6 @@ export type RateVerdict =
 
 export type ApprovalState = "pending" | "approved" | "denied" | "expired" | "consumed";
 export const APPROVAL_STATES: readonly ApprovalState[] = ["pending", "approved", "denied", "expired", "consumed"];
-
-/** What a dry run says a call would do (validated by dry-run.ts). */
-export interface DryRunPreview {
-  /** e.g. "would_delete", "would_charge". */
-  readonly effect: string;
-  readonly would_affect: { readonly [key: string]: Json };
-  readonly reversible: boolean;
-}
 
 export interface ApprovalRecord {
   /** `apr_` + the start of the digest: the same call always gets the same id. */

@@ -13,7 +13,7 @@
  *   concurrent writers of one, exactly one is told it created it.
  * - Times are the store's clock (the ledger's `now()`).
  */
-import type { Json } from "../core/tool.js";
+import type { Json } from "../core/json.js";
 import type { Confirmation, Finding, FindingKind, FindingReport, FindingStatus, ReceiptInput, StoredReceipt } from "./findings.js";
 
 export interface FindingQuery {

@@ -93,8 +93,3 @@ export function isCompensation(value: unknown): value is Compensation {
   return c.kind === "tool" && typeof c.tool === "string" && c.tool !== "" && c.input !== undefined;
 }
 
-/** Whether a saga's driver may be recovered: owner gone by lease (other hosts) — see engine for same-host checks. */
-export function leaseRanOut(saga: Pick<SagaRecord, "owner" | "leaseExpiresAt">, now: number): boolean {
-  return saga.owner === null || saga.leaseExpiresAt === null || saga.leaseExpiresAt <= now;
-}
-

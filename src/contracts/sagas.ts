@@ -19,7 +19,8 @@
  * - Leases are judged by the store's own clock, like call leases.
  * - Damage is never read as absence (EG_LEDGER_CORRUPT / EG_LEDGER_UNAVAILABLE).
  */
-import type { EffectClass, Json } from "../core/tool.js";
+import type { EffectClass } from "../core/effect-class.js";
+import type { Json } from "../core/json.js";
 
 /**
  * - `running`: steps are being added by a driver (code or an agent loop).

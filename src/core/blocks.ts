@@ -3,7 +3,8 @@
  * `tool_use` blocks from an assistant message's content and answers each with a
  * `tool_result` block carrying the same id.
  */
-import { EffectgateError } from "./errors.js";
+import { EffectgateError, errorMessage, type ErrorCode } from "./errors.js";
+import type { Json } from "./json.js";
 
 export interface ToolUseBlock {
   readonly type: "tool_use";
@@ -57,4 +58,22 @@ function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   return typeof value;
+}
+
+/**
+ * An `is_error` result whose content starts with its code: `EG_…: message`. Every error result
+ * the gate and its features give is built here, so a misspelt code does not type-check.
+ */
+export function errorResult(toolUseId: string, code: ErrorCode, message: string): ToolResultBlock {
+  return resultBlock(toolUseId, errorMessage(code, message), true);
+}
+
+/** The code an error result starts with, if it is one of effectgate's. */
+export function errorCodeOf(block: Pick<ToolResultBlock, "content" | "is_error">): string | undefined {
+  return block.is_error ? /^(EG_[A-Z_]+): /.exec(block.content)?.[1] : undefined;
+}
+
+/** The stored result as tool_result content: strings as they are, anything else as JSON. */
+export function renderResult(result: Json | null): string {
+  return typeof result === "string" ? result : JSON.stringify(result);
 }

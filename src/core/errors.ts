@@ -19,6 +19,8 @@ export const ERROR_CODES = {
   EG_LEDGER_TOO_NEW: "terminal",
   EG_CHECKPOINT_CORRUPT: "terminal",
   EG_BAD_TOOL_DEFINITION: "terminal",
+  /** An option given to createGate, a store or an entry is wrong: the message names it and says what it must be. */
+  EG_BAD_OPTION: "terminal",
   EG_ILLEGAL_TRANSITION: "terminal",
   // Governance (src/governance): each refusal means nothing was executed.
   EG_KILL_SWITCH: "terminal",
@@ -38,16 +40,25 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/** `EG_…: message`, the form every error result and stored error takes (the code is typed, so a misspelt one does not compile). */
+export function errorMessage(code: ErrorCode, message: string): string {
+  return `${code}: ${message}`;
+}
+
 export class EffectgateError extends Error {
   readonly code: ErrorCode;
   readonly outcome: ErrorOutcome;
 
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(`${code}: ${message}`, options);
+    super(errorMessage(code, message), options);
     this.name = "EffectgateError";
     this.code = code;
     this.outcome = ERROR_CODES[code];
   }
+}
+
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === "string" && Object.hasOwn(ERROR_CODES, code);
 }
 
 export function isEffectgateError(err: unknown, code?: ErrorCode): err is EffectgateError {

@@ -4,7 +4,7 @@
  * harmless (the downstream honours the key, or the request was never sent).
  * destructive: never retried automatically.
  */
-import type { EffectClass } from "./tool.js";
+import type { EffectClass } from "./effect-class.js";
 
 export interface RetryPolicy {
   /** Total tries including the first (1 = no retry). */

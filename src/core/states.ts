@@ -28,8 +28,19 @@ const TRANSITIONS: Readonly<Record<CallState, readonly CallState[]>> = {
   compensated: [],
 };
 
-/** States after which the call's outcome is settled and its stored result is replayed. */
-export const SETTLED_STATES: readonly CallState[] = ["completed", "failed", "compensated"];
+/** States in which a call has a holder working on it (running it, or probing its unknown outcome). */
+export const HELD_STATES = ["in_progress", "uncertain"] as const satisfies readonly CallState[];
+
+export function isHeld(state: CallState): state is (typeof HELD_STATES)[number] {
+  return state === "in_progress" || state === "uncertain";
+}
+
+/** States whose stored result (or error) answers every replay of the call. */
+export const SETTLED_STATES = ["completed", "failed", "compensated", "compensation_failed"] as const satisfies readonly CallState[];
+
+export function isSettled(state: CallState): state is (typeof SETTLED_STATES)[number] {
+  return (SETTLED_STATES as readonly CallState[]).includes(state);
+}
 
 /** The states a record may be in for a move to `to`. */
 export function allowedFrom(to: CallState): CallState[] {

@@ -4,19 +4,12 @@
  * found when the program starts, not when the agent first calls the tool.
  */
 import { EffectgateError } from "./errors.js";
+import { EFFECT_CLASSES, type EffectClass } from "./effect-class.js";
 import type { Scope } from "./keys.js";
 import type { StandardSchemaV1 } from "./standard-schema.js";
 import type { ProbePolicy, RetryPolicy } from "./policies.js";
-import type { DownstreamRecord, FieldDifference, LookupContext, LookupWindow, RecordedCall } from "../contracts/findings.js";
-import type { DryRunPreview } from "../contracts/governance.js";
+import type { DownstreamRecord, DryRunPreview, FieldDifference, LookupContext, LookupWindow, ProbeResult, RecordedCall } from "./hooks.js";
 import { sandboxProblem, type SandboxSpec } from "./sandbox-spec.js";
-
-/** `read`: no side effect. `write`: each call adds an effect. `destructive`: irreversible. */
-export type EffectClass = "read" | "write" | "destructive";
-export const EFFECT_CLASSES: readonly EffectClass[] = ["read", "write", "destructive"];
-
-/** A JSON value, as stored in the ledger. */
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /** What a tool receives besides its input. */
 export interface ToolContext {
@@ -29,9 +22,6 @@ export interface ToolContext {
   /** 1 on the first execution; higher when a probe said "absent" and the call runs again with the same key. */
   readonly attempt: number;
 }
-
-/** A probe's answer to "did this call's effect happen?" */
-export type ProbeResult<R> = { status: "done"; result: R } | { status: "absent" } | { status: "running" };
 
 /** How a call's idempotency key is chosen. */
 export type KeyStrategy<I> =

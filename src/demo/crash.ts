@@ -23,14 +23,14 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AgentCheckpoint, CheckpointStore } from "../checkpoint/codec.js";
+import type { AgentCheckpoint, CheckpointStore } from "../contracts/checkpoints.js";
 import { fileCheckpoint } from "../checkpoint/file.js";
 import { messageOf } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
 import type { AnyTool, ToolContext } from "../core/tool.js";
 import type { ToolResultBlock, ToolUseBlock } from "../core/blocks.js";
 import { createGate } from "../root/create-gate.js";
-import { sqliteLedger } from "../stores/sqlite/calls.js";
+import { sqliteLedger } from "../stores/sqlite/index.js";
 import { killAt } from "../testing.js";
 import { startTicketService } from "./ticket-service.js";
 import { createTicketTool } from "./ticket-tool.js";
@@ -213,7 +213,7 @@ async function crashRun(options: CrashWorkerOptions): Promise<void> {
   }
   // Both naive loops call the tool directly; the crash lands after it returned, before anything records the result.
   await callDirectly(options.service, TOOL_USE);
-  await crash("after_execute", { tool: TOOL_USE.name, key: TOOL_USE.id, toolUseId: TOOL_USE.id });
+  crash("after_execute", { tool: TOOL_USE.name, key: TOOL_USE.id, toolUseId: TOOL_USE.id });
 }
 
 async function resumeRun(options: CrashWorkerOptions, checkpoint: CheckpointStore, saved: AgentCheckpoint): Promise<ToolResultBlock[]> {

@@ -22,8 +22,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { messageOf } from "../core/errors.js";
-import type { Ledger } from "../contracts/calls.js";
-import { memoryLedger } from "../stores/memory/calls.js";
+import type { Stores } from "../contracts/stores.js";
+import { memoryLedger } from "../stores/memory/index.js";
 import { idempotencyMiddleware } from "../server.js";
 import { seededRandom, uniformFor } from "./random.js";
 
@@ -47,7 +47,7 @@ export interface PaymentServiceOptions {
   readonly slowMs?: number;
   readonly latencyMs?: number;
   /** Where the middleware keeps keys (default: memory). */
-  readonly ledger?: Ledger;
+  readonly ledger?: Stores;
   /** The service's clock, stamped on each charge as `at` (default Date.now). */
   readonly clock?: () => number;
 }

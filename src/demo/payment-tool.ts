@@ -5,8 +5,9 @@
  * customer).
  */
 import { z } from "zod";
-import { defineTool, type ProbeResult } from "../core/tool.js";
-import type { DownstreamRecord, LookupContext, LookupWindow } from "../contracts/findings.js";
+import { defineTool } from "../core/tool.js";
+import { type ProbeResult } from "../core/hooks.js";
+import type { DownstreamRecord, LookupContext, LookupWindow } from "../core/hooks.js";
 import { OutcomeUnknown } from "../core/outcome.js";
 import type { Charge } from "./payment-service.js";
 

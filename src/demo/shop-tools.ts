@@ -13,7 +13,8 @@
 import { z } from "zod";
 import { EffectgateError } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
-import { defineTool, type ProbeResult, type ToolContext } from "../core/tool.js";
+import { defineTool, type ToolContext } from "../core/tool.js";
+import { type ProbeResult } from "../core/hooks.js";
 import type { Gate } from "../root/create-gate.js";
 import type { SagaOptions, SagaStatus } from "../saga/types.js";
 import type { ShopMail, ShopOrder, ShopPayment, ShopRefund, ShopReservation, ShopShipment } from "./shop-service.js";

@@ -3,7 +3,8 @@
  * idempotency key downstream and whose probe asks the service for tickets made with that key.
  */
 import { z } from "zod";
-import { defineTool, type ProbeResult } from "../core/tool.js";
+import { defineTool } from "../core/tool.js";
+import { type ProbeResult } from "../core/hooks.js";
 import type { Ticket } from "./ticket-service.js";
 
 export function createTicketTool(serviceUrl: string, options: { probe?: boolean } = {}) {

@@ -8,16 +8,17 @@
  * tool runs again for the same key only when a second send is known to be harmless: the
  * request never left, the downstream honours the key, or the probe said "absent" (once).
  */
-import { inspect } from "node:util";
-import { EffectgateError, messageOf } from "../core/errors.js";
-import type { Json, ToolContext } from "../core/tool.js";
+import { EffectgateError, errorMessage, messageOf } from "../core/errors.js";
+import type { ToolContext } from "../core/tool.js";
+import { toJson, type Json } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
-import { resultBlock, type ToolResultBlock } from "../core/blocks.js";
+import { errorResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import { keepLease, type LeaseKeeper } from "./lease.js";
 import { classifyError, ToolTimeout } from "../core/outcome.js";
 import { backoffMs, sleep } from "../core/policies.js";
 import { probeUntilKnown, type LateRun } from "./probe-loop.js";
-import { needsHumanResult, renderResult, type Call, type Runtime } from "./runtime.js";
+import { needsHumanResult, type Call, type Runtime } from "./runtime.js";
+import { renderResult } from "../core/blocks.js";
 
 /** The caller holds the key's single flight (runtime.ts), so nothing else in this gate touches the record meanwhile. */
 export async function executeHeld(rt: Runtime, call: Call, held: CallRecord): Promise<ToolResultBlock> {
@@ -68,7 +69,7 @@ async function attempt(rt: Runtime, call: Call, start: CallRecord, lease: LeaseK
 
     // Outcome unknown: hold the call as uncertain and ask the probe.
     const late = outcome.status === "timeout" ? outcome.late : undefined;
-    const uncertain = await rt.ledger.update(record.tenant, record.key, record.version, {
+    const uncertain = await rt.calls.update(record.tenant, record.key, record.version, {
       state: "uncertain", error: `outcome unknown: ${why}`, leaseMs: rt.leaseMs,
     });
     if (!uncertain) return lostRace(rt, call, record);
@@ -132,7 +133,7 @@ export async function runWithTimeout(call: Call, record: Pick<CallRecord, "key" 
 
 /** Counts a new start of the tool durably, before it starts, with the same key. */
 function rerun(rt: Runtime, record: CallRecord, note: string): Promise<CallRecord | undefined> {
-  return rt.ledger.update(record.tenant, record.key, record.version, {
+  return rt.calls.update(record.tenant, record.key, record.version, {
     state: "in_progress", owner: rt.owner, leaseMs: rt.leaseMs, countAttempt: true, error: note,
   });
 }
@@ -140,7 +141,7 @@ function rerun(rt: Runtime, record: CallRecord, note: string): Promise<CallRecor
 async function recordSuccess(rt: Runtime, call: Call, held: CallRecord, result: Json): Promise<ToolResultBlock> {
   const content = renderResult(result);
   try {
-    const recorded = await rt.ledger.update(held.tenant, held.key, held.version, { state: "completed", result, owner: null, error: null });
+    const recorded = await rt.calls.update(held.tenant, held.key, held.version, { state: "completed", result, owner: null, error: null });
     if (!recorded) {
       rt.alert({
         code: "record_lost_race",
@@ -162,9 +163,9 @@ async function recordSuccess(rt: Runtime, call: Call, held: CallRecord, result: 
 }
 
 async function recordFailure(rt: Runtime, call: Call, held: CallRecord, err: unknown): Promise<ToolResultBlock> {
-  const error = err instanceof EffectgateError ? err.message : `EG_TOOL_FAILED: ${call.tool.name} failed: ${messageOf(err)}`;
+  const error = err instanceof EffectgateError ? err.message : errorMessage("EG_TOOL_FAILED", `${call.tool.name} failed: ${messageOf(err)}`);
   try {
-    await rt.ledger.update(held.tenant, held.key, held.version, { state: "failed", error, owner: null });
+    await rt.calls.update(held.tenant, held.key, held.version, { state: "failed", error, owner: null });
   } catch (recordErr) {
     rt.alert({
       code: "record_failed",
@@ -176,22 +177,22 @@ async function recordFailure(rt: Runtime, call: Call, held: CallRecord, err: unk
 }
 
 export async function sendToHuman(rt: Runtime, record: CallRecord, reason: string): Promise<CallRecord> {
-  const parked = await rt.ledger.update(record.tenant, record.key, record.version, { state: "needs_human", error: reason, owner: null });
+  const parked = await rt.calls.update(record.tenant, record.key, record.version, { state: "needs_human", error: reason, owner: null });
   rt.alert({
     code: "needs_human",
     message: `${record.tool} call ${record.key} needs a person: ${reason}`,
     tenant: record.tenant, key: record.key, tool: record.tool,
   });
-  return parked ?? (await rt.ledger.get(record.tenant, record.key)) ?? record;
+  return parked ?? (await rt.calls.get(record.tenant, record.key)) ?? record;
 }
 
 /** A reply that came after the call was handed to a human still settles it, never dropped. */
 async function recordLateReply(rt: Runtime, parked: CallRecord, late: LateRun): Promise<void> {
   if (!late.value) return;
   try {
-    const current = await rt.ledger.get(parked.tenant, parked.key);
+    const current = await rt.calls.get(parked.tenant, parked.key);
     if (current?.state !== "needs_human" && current?.state !== "uncertain") return;
-    await rt.ledger.update(current.tenant, current.key, current.version, {
+    await rt.calls.update(current.tenant, current.key, current.version, {
       state: "completed", result: toJson(late.value.result), owner: null, error: "completed by a reply that arrived after the timeout",
     });
   } catch (err) {
@@ -209,21 +210,6 @@ function lostRace(rt: Runtime, call: Call, record: CallRecord): ToolResultBlock 
     message: `${record.tool} call ${record.key} was taken over by another worker while this one was still on it`,
     tenant: record.tenant, key: record.key, tool: record.tool,
   });
-  return resultBlock(
-    call.toolUseId,
-    `EG_IN_PROGRESS: another worker took this ${record.tool} call over; repeat this same call to get its result. Do not retry it under a new id.`,
-    true,
-  );
-}
-
-/** A tool's return value as stored JSON (undefined → null). */
-export function toJson(value: unknown): Json {
-  if (value === undefined) return null;
-  try {
-    const text = JSON.stringify(value);
-    return text === undefined ? null : (JSON.parse(text) as Json);
-  } catch {
-    // The effect happened; a result we cannot store as JSON (a BigInt, a cycle) must not turn into an error.
-    return inspect(value, { depth: 4 });
-  }
+  return errorResult(call.toolUseId, "EG_IN_PROGRESS",
+    `another worker took this ${record.tool} call over; repeat this same call to get its result. Do not retry it under a new id.`);
 }

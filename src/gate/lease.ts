@@ -11,7 +11,7 @@ export interface LeaseKeeper {
 export function keepLease(rt: Runtime, held: CallRecord): LeaseKeeper {
   let current = held;
   const timer = setInterval(() => {
-    rt.ledger.renewLease(current.tenant, current.key, current.version, rt.owner, rt.leaseMs).catch(() => {
+    rt.calls.renewLease(current.tenant, current.key, current.version, rt.owner, rt.leaseMs).catch(() => {
       // A failed renewal only shortens the lease; the next outcome write reports real trouble.
     });
   }, Math.max(10, Math.floor(rt.leaseMs / 3)));

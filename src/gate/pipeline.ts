@@ -1,35 +1,44 @@
 /**
- * The pipeline for one tool_use (DESIGN.md §2): validate → ledger gate → governance (kill
- * switch, grant, rate breaker, quota, dry-run + approval: src/governance/govern.ts) → claim →
- * execute → record. Reads skip everything after validation.
+ * The pipeline for one tool_use (DESIGN.md §2), in this order:
+ *
+ *   1. validate the block's tool and input (schema)       → clear error, nothing executed
+ *   2. reads run at once, outside the ledger              (retried with jittered backoff)
+ *   3. ledger gate: a key the ledger knows is answered from it (replay, wait, or resolve)
+ *   4. governance (the Governor: kill switch, grant, breaker, quota, dry-run + approval)
+ *   5. claim the key durably (in_progress), then execute with a timeout (execute.ts)
+ *   6. record the outcome durably (execute.ts)
  */
 import { EffectgateError, messageOf } from "../core/errors.js";
 import { deriveKey, fingerprint, type Scope } from "../core/keys.js";
 import { validate } from "../core/standard-schema.js";
-import { redactInput, type AnyTool, type Json } from "../core/tool.js";
+import { redactInput, type AnyTool } from "../core/tool.js";
+import { toJson, type Json } from "../core/json.js";
+import { isSettled } from "../core/states.js";
 import type { CallRecord } from "../contracts/calls.js";
-import { resultBlock, type ToolResultBlock, type ToolUseBlock } from "../core/blocks.js";
-import { executeHeld, runWithTimeout, toJson } from "./execute.js";
+import { errorResult, renderResult, resultBlock, type ToolResultBlock, type ToolUseBlock } from "../core/blocks.js";
 import { classifyError, ToolTimeout } from "../core/outcome.js";
 import { backoffMs, sleep } from "../core/policies.js";
-import { isStaleHolder, resolveStale } from "./resolve.js";
-import { inProgressResult, needsHumanResult, renderResult, replayRecord, singleFlight, type Call, type Runtime } from "./runtime.js";
+import { executeHeld, runWithTimeout } from "./execute.js";
+import { waitForHolder } from "./holder.js";
+import { resolveStale } from "./resolve.js";
+import { inProgressResult, needsHumanResult, replayRecord, singleFlight, type Call, type Runtime } from "./runtime.js";
 
-/**
- * `override` (sagas, src/saga): run with this idempotency key instead of the tool's own key
- * strategy, and/or with this tool instead of the registered one of that name (a compensation hook).
- */
-export async function runCall(
-  rt: Runtime, block: ToolUseBlock, scope: Scope, override: { readonly key?: string; readonly tool?: AnyTool } = {},
-): Promise<ToolResultBlock> {
-  const fail = (message: string) => resultBlock(block.id, message, true);
+/** Runs a call with this idempotency key instead of the tool's own key strategy, and/or with this tool instead of the registered one of that name. */
+export interface CallOverride {
+  readonly key?: string;
+  readonly tool?: AnyTool;
+}
+
+export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, override: CallOverride = {}): Promise<ToolResultBlock> {
   const tool = override.tool ?? rt.tools.get(block.name);
   if (!tool) {
-    return fail(`EG_UNKNOWN_TOOL: there is no tool named ${JSON.stringify(block.name)}. Available tools: ${[...rt.tools.keys()].join(", ") || "none"}. Nothing was executed.`);
+    return errorResult(block.id, "EG_UNKNOWN_TOOL",
+      `there is no tool named ${JSON.stringify(block.name)}. Available tools: ${[...rt.tools.keys()].join(", ") || "none"}. Nothing was executed.`);
   }
   const checked = await validate(tool.input, block.input);
   if (!checked.ok) {
-    return fail(`EG_INVALID_INPUT: the input for ${tool.name} does not match its schema: ${checked.issues.join("; ")}. Nothing was executed; fix the input and call again.`);
+    return errorResult(block.id, "EG_INVALID_INPUT",
+      `the input for ${tool.name} does not match its schema: ${checked.issues.join("; ")}. Nothing was executed; fix the input and call again.`);
   }
   const call: Call = { tool, input: checked.value, hasInput: true, scope, toolUseId: block.id };
   // A read has no side effect to protect: it runs without touching the ledger, so it costs microseconds.
@@ -39,16 +48,16 @@ export async function runCall(
     const print = fingerprint(tool.name, block.input);
     const stored = redactInput(block.input, tool.redact);
     return await singleFlight(rt, scope.tenant, key, async () => {
-      if (rt.governance) {
-        // Steps 3–4 (src/governance): a call the ledger knows is answered from it, never governed again.
-        const known = await rt.ledger.get(scope.tenant, key);
+      if (rt.governor) {
+        // A call the ledger knows is answered from it, never governed again.
+        const known = await rt.calls.get(scope.tenant, key);
         if (known) return answerExisting(rt, call, print, known);
-        const admitted = await rt.governance.admit({
+        const admitted = await rt.governor.admit({
           tool, input: checked.value, rawInput: block.input, storedInput: stored.value as Json, key, scope, toolUseId: block.id,
         });
-        if (!admitted.ok) return fail(admitted.message);
+        if (!admitted.ok) return resultBlock(block.id, admitted.message, true);
       }
-      const claim = await rt.ledger.claim({
+      const claim = await rt.calls.claim({
         tenant: scope.tenant, key, tool: tool.name, effect: tool.effect, task: scope.task, toolUseId: block.id,
         fingerprint: print, input: stored.value as Json, inputRedacted: stored.redacted, owner: rt.owner, leaseMs: rt.leaseMs,
       });
@@ -57,8 +66,8 @@ export async function runCall(
     });
   } catch (err) {
     // Only ledger trouble reaches here: the tool did not run (executeHeld never throws after it starts one).
-    const message = err instanceof EffectgateError ? err.message : `EG_LEDGER_UNAVAILABLE: ${messageOf(err)}. Nothing was executed.`;
-    return fail(message);
+    if (err instanceof EffectgateError) return resultBlock(block.id, err.message, true);
+    return errorResult(block.id, "EG_LEDGER_UNAVAILABLE", `${messageOf(err)}. Nothing was executed.`);
   }
 }
 
@@ -66,40 +75,31 @@ export async function runCall(
 async function answerExisting(rt: Runtime, call: Call, print: string, first: CallRecord): Promise<ToolResultBlock> {
   let record = first;
   const deadline = Date.now() + rt.waitMs;
-  for (let pause = 2; ; pause = Math.min(pause * 2, 250)) {
+  for (;;) {
     if (record.fingerprint !== print || record.tool !== call.tool.name) {
-      return resultBlock(
-        call.toolUseId,
-        `EG_KEY_MISMATCH: idempotency key ${record.key} was first used by a ${record.tool} call with different input ` +
+      return errorResult(call.toolUseId, "EG_KEY_MISMATCH",
+        `idempotency key ${record.key} was first used by a ${record.tool} call with different input ` +
           `(tool_use ${record.toolUseId}); this call's input differs, so it was neither executed nor answered from that record. ` +
-          `Use a new tool_use id for a different call.`,
-        true,
-      );
+          `Use a new tool_use id for a different call.`);
     }
-    switch (record.state) {
-      case "completed":
-      case "failed":
-      case "compensated":
-      case "compensation_failed":
-        rt.stats.replayed++;
-        return replayRecord(call.toolUseId, record);
-      case "needs_human":
-        return needsHumanResult(call.toolUseId, record);
-      case "uncertain":
-      case "in_progress": {
-        if (isStaleHolder(rt, record, await rt.ledger.now())) {
-          const resolved = await resolveStale(rt, call, record, rt.policyFor(call.tool).probe.attempts);
-          if (resolved.block) return resolved.block;
-          break; // moved: read it again
-        }
-        if (Date.now() >= deadline) return inProgressResult(call.toolUseId, record, `held by another worker (${record.owner ?? "unknown"})`);
-        await new Promise((resolve) => setTimeout(resolve, pause));
-        break;
-      }
+    if (isSettled(record.state)) {
+      rt.stats.replayed++;
+      return replayRecord(call.toolUseId, record);
     }
-    const again = await rt.ledger.get(record.tenant, record.key);
-    if (!again) throw new EffectgateError("EG_LEDGER_CORRUPT", `record ${record.tenant}/${record.key} vanished from ${rt.ledger.location}`);
-    record = again;
+    if (record.state === "needs_human") return needsHumanResult(call.toolUseId, record);
+    const waited = await waitForHolder(rt, record, deadline);
+    if (waited.kind === "gone") throw new EffectgateError("EG_LEDGER_CORRUPT", `record ${record.tenant}/${record.key} vanished from ${rt.calls.location}`);
+    if (waited.kind === "live") return inProgressResult(call.toolUseId, waited.record, `held by another worker (${waited.record.owner ?? "unknown"})`);
+    if (waited.kind === "stale") {
+      const resolved = await resolveStale(rt, call, waited.record, { probeRounds: rt.policyFor(call.tool).probe.attempts });
+      if (resolved.block) return resolved.block;
+      // moved: read it again
+      const again = await rt.calls.get(record.tenant, record.key);
+      if (!again) throw new EffectgateError("EG_LEDGER_CORRUPT", `record ${record.tenant}/${record.key} vanished from ${rt.calls.location}`);
+      record = again;
+      continue;
+    }
+    record = waited.record;
   }
 }
 
@@ -125,7 +125,7 @@ async function runRead(rt: Runtime, call: Call): Promise<ToolResultBlock> {
     const kind = outcome.status === "timeout" ? "unknown" : classifyError(outcome.error);
     if (kind === "rejected" || kind === "failed" || attempt >= policy.retry.attempts) {
       const tries = attempt > 1 ? ` (after ${attempt} tries)` : "";
-      return resultBlock(call.toolUseId, `EG_TOOL_FAILED: ${call.tool.name} failed${tries}: ${why}`, true);
+      return errorResult(call.toolUseId, "EG_TOOL_FAILED", `${call.tool.name} failed${tries}: ${why}`);
     }
     await sleep(backoffMs(policy.retry, attempt - 1, rt.random));
   }

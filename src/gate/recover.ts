@@ -5,11 +5,11 @@
 import { validate } from "../core/standard-schema.js";
 import { messageOf } from "../core/errors.js";
 import type { CallRecord } from "../contracts/calls.js";
-import type { SagaRecoverySummary } from "../saga/types.js";
-import { isStaleHolder, resolveStale, type Resolution } from "./resolve.js";
+import { isStaleHolder } from "./holder.js";
+import { resolveStale, type Resolution } from "./resolve.js";
 import { inflightId, singleFlight, type Runtime } from "./runtime.js";
 
-export interface RecoverySummary {
+export interface CallRecoverySummary {
   /** Unsettled records looked at. */
   readonly examined: number;
   /** Probed "done": completed with the probed result, nothing re-run. */
@@ -22,12 +22,10 @@ export interface RecoverySummary {
   readonly leftForLater: number;
   /** One line per record not settled, saying why. */
   readonly notes: readonly { readonly tenant: string; readonly key: string; readonly tool: string; readonly note: string }[];
-  /** What `gate.recover()` did with sagas (run before the calls; see src/saga/recover.ts). Absent when it found none to look at. */
-  readonly sagas?: SagaRecoverySummary;
 }
 
-export async function recover(rt: Runtime, options: { limit?: number } = {}): Promise<RecoverySummary> {
-  const records = await rt.ledger.listUnsettled({ includeLive: true, limit: options.limit ?? 1000 });
+export async function recover(rt: Runtime, options: { limit?: number } = {}): Promise<CallRecoverySummary> {
+  const records = await rt.calls.listUnsettled({ includeLive: true, limit: options.limit ?? 1000 });
   const counts = { completed: 0, reexecuted: 0, needsHuman: 0, leftForLater: 0 };
   const notes: { tenant: string; key: string; tool: string; note: string }[] = [];
   const note = (r: CallRecord, text: string) => {
@@ -44,7 +42,7 @@ export async function recover(rt: Runtime, options: { limit?: number } = {}): Pr
       note(record, "this gate is working on it right now");
       continue;
     }
-    if (!isStaleHolder(rt, record, await rt.ledger.now())) {
+    if (!isStaleHolder(rt, record, await rt.calls.now())) {
       note(record, `held by a live worker (${record.owner ?? "unknown"}) until its lease ends`);
       continue;
     }
@@ -60,7 +58,7 @@ export async function recover(rt: Runtime, options: { limit?: number } = {}): Pr
     let resolution: Resolution;
     try {
       const call = { tool, input, hasInput: !record.inputRedacted, scope: { tenant: record.tenant, task: record.task }, toolUseId: record.toolUseId };
-      ({ resolution } = await singleFlight(rt, record.tenant, record.key, () => resolveStale(rt, call, record, 1)));
+      ({ resolution } = await singleFlight(rt, record.tenant, record.key, () => resolveStale(rt, call, record, { probeRounds: 1 })));
     } catch (err) {
       note(record, `could not be resolved: ${messageOf(err)}`);
       continue;
@@ -70,7 +68,8 @@ export async function recover(rt: Runtime, options: { limit?: number } = {}): Pr
       case "reexecuted": counts.reexecuted++; break;
       case "needs_human": counts.needsHuman++; break;
       case "moved": note(record, "another worker settled it meanwhile"); break;
-      case "probed_unknown": note(record, `left uncertain: ${(await rt.ledger.get(record.tenant, record.key))?.error ?? "no answer"}`); break;
+      case "absent_failed": note(record, "its probe found no effect; recorded failed, nothing re-run"); break;
+      case "probed_unknown": note(record, `left uncertain: ${(await rt.calls.get(record.tenant, record.key))?.error ?? "no answer"}`); break;
       case "deferred": note(record, "its stored input is redacted; replay the tool_use to finish it"); break;
     }
   }

@@ -3,20 +3,24 @@
  * `uncertain`). This is the only path by which a key's tool runs again after its holder
  * vanished, and it never re-runs a write blindly: `read` tools re-run; `write`/`destructive`
  * tools are asked their probe (done → completed with the probed result; absent → re-execute
- * with the same key; running or no answer → left uncertain for later); without a probe the
- * call goes to a human.
+ * with the same key, or, where the caller forbids a new effect (a saga being compensated),
+ * recorded failed; running or no answer → left uncertain for later); without a probe the call
+ * goes to a human.
  */
+import { renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
+import { toJson } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
-import { resultBlock, type ToolResultBlock } from "../core/blocks.js";
-import { executeHeld, sendToHuman, toJson } from "./execute.js";
-import { isHolderDead } from "./owner.js";
+import { leaseRanOut } from "../contracts/call-rules.js";
+import { executeHeld, sendToHuman } from "./execute.js";
 import { probeUntilKnown } from "./probe-loop.js";
-import { inProgressResult, needsHumanResult, renderResult, type Call, type Runtime } from "./runtime.js";
+import { inProgressResult, needsHumanResult, type Call, type Runtime } from "./runtime.js";
 
 export type Resolution =
   | "reexecuted"
   | "probed_done"
   | "probed_unknown"
+  /** The probe said absent and the caller forbade a re-run: the call is recorded failed (no effect). */
+  | "absent_failed"
   | "needs_human"
   | "deferred"
   /** Another worker moved the record first; the caller should read it again. */
@@ -25,47 +29,49 @@ export type Resolution =
 export interface Resolved {
   readonly resolution: Resolution;
   readonly block?: ToolResultBlock;
+  /** The record as this resolution left it (absent when it moved). */
+  readonly record?: CallRecord;
 }
 
-/** Whether the call's holder is gone, so this gate may take the call over. */
-export function isStaleHolder(rt: Runtime, record: CallRecord, now: number): boolean {
-  if (record.state !== "in_progress" && record.state !== "uncertain") return false;
-  if (record.owner === null || record.leaseExpiresAt === null || record.leaseExpiresAt <= now) return true;
-  // The caller holds this key's single flight, so a record held by this gate is not being
-  // worked on by it: a run whose outcome could not be recorded.
-  if (record.owner === rt.owner) return true;
-  return isHolderDead(record.owner);
+export interface ResolveOptions {
+  /** How many times to ask the probe now (a replay waits its budget; a recovery pass asks once). */
+  readonly probeRounds: number;
+  /**
+   * When the probe says the effect did not happen: "rerun" (the default) runs the call again with
+   * the same key; `{ fail }` records it failed with that error (an `EG_…: ` message) and runs nothing.
+   */
+  readonly onAbsent?: "rerun" | { readonly fail: string };
+  /** Why a call without a probe goes to a person (default: it cannot be known whether its effect happened). */
+  readonly noProbeReason?: string;
 }
 
-/** `probeRounds`: how many times to ask the probe now (a replay waits its budget; a recovery pass asks once). */
-export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, probeRounds: number): Promise<Resolved> {
-  const now = await rt.ledger.now();
-  const leaseRanOut = record.owner === null || record.leaseExpiresAt === null || record.leaseExpiresAt <= now;
-  const held = await rt.ledger.takeOver({
+export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, options: ResolveOptions): Promise<Resolved> {
+  const held = await rt.calls.takeOver({
     tenant: record.tenant, key: record.key, version: record.version, owner: rt.owner, leaseMs: rt.leaseMs,
-    holderIsDead: !leaseRanOut,
+    holderIsDead: !leaseRanOut(record, await rt.calls.now()),
   });
   if (!held) return { resolution: "moved" };
 
   if (call.tool.effect === "read") return reexecute(rt, call, held);
   if (!call.tool.probe) {
-    const parked = await sendToHuman(rt, held,
+    const parked = await sendToHuman(rt, held, options.noProbeReason ??
       `the call was interrupted before its outcome was recorded and ${held.tool} has no probe, so effectgate cannot tell whether its effect happened`);
-    return { resolution: "needs_human", block: needsHumanResult(call.toolUseId, parked) };
+    return { resolution: "needs_human", block: needsHumanResult(call.toolUseId, parked), record: parked };
   }
-  const verdict = await probeUntilKnown(call, held, { ...rt.policyFor(call.tool).probe, attempts: probeRounds });
+  const verdict = await probeUntilKnown(call, held, { ...rt.policyFor(call.tool).probe, attempts: options.probeRounds });
   switch (verdict.kind) {
     case "done": {
       const result = toJson(verdict.result);
-      const done = await rt.ledger.update(held.tenant, held.key, held.version, { state: "completed", result, owner: null, error: null });
+      const done = await rt.calls.update(held.tenant, held.key, held.version, { state: "completed", result, owner: null, error: null });
       if (!done) return { resolution: "moved" };
-      return { resolution: "probed_done", block: resultBlock(call.toolUseId, renderResult(result), false) };
+      return { resolution: "probed_done", block: resultBlock(call.toolUseId, renderResult(result), false), record: done };
     }
     case "absent":
-      return reexecute(rt, call, held);
+      if (options.onAbsent === undefined || options.onAbsent === "rerun") return reexecute(rt, call, held);
+      return failAbsent(rt, call, held, options.onAbsent.fail);
     case "unknown": {
-      const parked = await park(rt, held, "uncertain", verdict.reason);
-      return { resolution: "probed_unknown", block: inProgressResult(call.toolUseId, parked, `being checked (${verdict.reason})`) };
+      const parked = await park(rt, held, verdict.reason);
+      return { resolution: "probed_unknown", block: inProgressResult(call.toolUseId, parked, `being checked (${verdict.reason})`), record: parked };
     }
   }
 }
@@ -73,18 +79,29 @@ export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, 
 /** Runs the call again with the same key, counting the attempt durably before the tool starts. */
 async function reexecute(rt: Runtime, call: Call, held: CallRecord): Promise<Resolved> {
   if (!call.hasInput) {
-    const parked = await park(rt, held, "uncertain", "the effect did not happen, but its stored input is redacted; replay the same tool_use to run it");
-    return { resolution: "deferred", block: inProgressResult(call.toolUseId, parked, "waiting to be replayed with its full input") };
+    const parked = await park(rt, held, "the effect did not happen, but its stored input is redacted; replay the same tool_use to run it");
+    return { resolution: "deferred", block: inProgressResult(call.toolUseId, parked, "waiting to be replayed with its full input"), record: parked };
   }
-  const restarted = await rt.ledger.update(held.tenant, held.key, held.version, {
+  const restarted = await rt.calls.update(held.tenant, held.key, held.version, {
     state: "in_progress", owner: rt.owner, leaseMs: rt.leaseMs, countAttempt: true, error: null,
   });
   if (!restarted) return { resolution: "moved" };
   return { resolution: "reexecuted", block: await executeHeld(rt, call, restarted) };
 }
 
+/** Records a call the probe found never happened as failed, without running it (uncertain moves through in_progress). */
+async function failAbsent(rt: Runtime, call: Call, held: CallRecord, error: string): Promise<Resolved> {
+  let current: CallRecord | undefined = held;
+  if (current.state === "uncertain") {
+    current = await rt.calls.update(held.tenant, held.key, current.version, { state: "in_progress", owner: rt.owner, leaseMs: rt.leaseMs });
+  }
+  const failed = current && await rt.calls.update(held.tenant, held.key, current.version, { state: "failed", owner: null, error });
+  if (!failed) return { resolution: "moved" };
+  return { resolution: "absent_failed", block: resultBlock(call.toolUseId, error, true), record: failed };
+}
+
 /** Leaves the call uncertain, released, with the reason; a lost race keeps the newer record. */
-async function park(rt: Runtime, held: CallRecord, state: "uncertain", reason: string): Promise<CallRecord> {
-  const parked = await rt.ledger.update(held.tenant, held.key, held.version, { state, error: reason, owner: null });
-  return parked ?? (await rt.ledger.get(held.tenant, held.key)) ?? held;
+async function park(rt: Runtime, held: CallRecord, reason: string): Promise<CallRecord> {
+  const parked = await rt.calls.update(held.tenant, held.key, held.version, { state: "uncertain", error: reason, owner: null });
+  return parked ?? (await rt.calls.get(held.tenant, held.key)) ?? held;
 }

@@ -1,31 +1,12 @@
-/** What one gate instance shares across its calls. Internal: not exported from the package. */
+/** What one gate instance shares across its calls. Internal to the gate: features use kernel.ts. */
 import type { Scope } from "../core/keys.js";
-import type { AnyTool, Json } from "../core/tool.js";
-import type { CallRecord, Ledger } from "../contracts/calls.js";
-import type { FaultHook, SagaFaultHook } from "./faults.js";
-import { resultBlock, type ToolResultBlock } from "../core/blocks.js";
+import type { AnyTool } from "../core/tool.js";
+import type { CallRecord, CallStore } from "../contracts/calls.js";
+import { errorResult, renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import type { ProbePolicy, RetryPolicy } from "../core/policies.js";
-import type { Governance } from "../governance/govern.js";
-import type { ApproveNonCompensable } from "../saga/types.js";
-
-/** An operator alert: something a person should look at, raised without failing the agent's call. */
-export interface Alert {
-  readonly code: "record_failed" | "record_lost_race" | "needs_human" | "breaker_open" | "approval_requested";
-  readonly message: string;
-  readonly tenant: string;
-  readonly key: string;
-  readonly tool: string;
-  readonly cause?: unknown;
-}
-
-export interface GateStats {
-  /** Tool executions started by this gate (first runs and re-runs after a probe said "absent"). */
-  executed: number;
-  /** Calls answered from a stored result without executing anything. */
-  replayed: number;
-  /** Operator alerts raised. */
-  alerts: number;
-}
+import type { Alert, GateStats } from "./alerts.js";
+import type { FaultHook } from "./faults.js";
+import type { Governor } from "./governor.js";
 
 /** A tool's effective timeout, retry and probe settings (its own, else the gate's, else the class default). */
 export interface ToolPolicy {
@@ -35,9 +16,9 @@ export interface ToolPolicy {
 }
 
 export interface Runtime {
-  readonly ledger: Ledger;
-  /** Kill switch, grants, quotas, rate breakers and approvals (src/governance), between the ledger gate and the claim. */
-  readonly governance?: Governance;
+  readonly calls: CallStore;
+  /** Kill switch, grants, quotas, rate breakers and approvals, between the ledger gate and the claim. */
+  readonly governor: Governor | undefined;
   readonly tools: ReadonlyMap<string, AnyTool>;
   readonly owner: string;
   readonly leaseMs: number;
@@ -56,12 +37,8 @@ export interface Runtime {
   readonly background: Set<Promise<void>>;
   /** Jitter source for retry backoff (tests pass a seeded one). */
   readonly random: () => number;
-  /** Sagas: the gate's policy for non-compensable steps (undefined: refuse them). */
-  readonly approveNonCompensable: ApproveNonCompensable | undefined;
-  /** Sagas: test hook for the saga fault points. */
-  readonly sagaFaults: SagaFaultHook | undefined;
-  policyFor(tool: AnyTool): ToolPolicy;
-  alert(alert: Alert): void;
+  readonly policyFor: (tool: AnyTool) => ToolPolicy;
+  readonly alert: (alert: Alert) => void;
 }
 
 /** One validated call on its way through the pipeline. */
@@ -90,11 +67,6 @@ export async function singleFlight<T>(rt: Runtime, tenant: string, key: string, 
   }
 }
 
-/** The stored result as tool_result content: strings as they are, anything else as JSON. */
-export function renderResult(result: Json | null): string {
-  return typeof result === "string" ? result : JSON.stringify(result);
-}
-
 /** The answer a settled record gives on every replay. */
 export function replayRecord(toolUseId: string, record: CallRecord): ToolResultBlock {
   if (record.state === "failed") return resultBlock(toolUseId, record.error ?? "EG_TOOL_FAILED: the call failed", true);
@@ -102,19 +74,12 @@ export function replayRecord(toolUseId: string, record: CallRecord): ToolResultB
 }
 
 export function needsHumanResult(toolUseId: string, record: CallRecord): ToolResultBlock {
-  return resultBlock(
-    toolUseId,
-    `EG_NEEDS_HUMAN: the outcome of this ${record.tool} call is unknown (${record.error ?? "it was interrupted"}). ` +
-      `A person has been asked to check it. Do not retry it under a new id; this same call will return the answer once it is resolved.`,
-    true,
-  );
+  return errorResult(toolUseId, "EG_NEEDS_HUMAN",
+    `the outcome of this ${record.tool} call is unknown (${record.error ?? "it was interrupted"}). ` +
+      `A person has been asked to check it. Do not retry it under a new id; this same call will return the answer once it is resolved.`);
 }
 
 export function inProgressResult(toolUseId: string, record: CallRecord, why: string): ToolResultBlock {
-  return resultBlock(
-    toolUseId,
-    `EG_IN_PROGRESS: this ${record.tool} call is ${why}. Its outcome is not known yet. ` +
-      `Do not retry it under a new id; repeat this same call later to get its result.`,
-    true,
-  );
+  return errorResult(toolUseId, "EG_IN_PROGRESS",
+    `this ${record.tool} call is ${why}. Its outcome is not known yet. Do not retry it under a new id; repeat this same call later to get its result.`);
 }

@@ -10,20 +10,7 @@
  * compare-and-set, so a request is decided once and an approval consumed once.
  */
 import { canonicalJson, sha256Hex } from "../core/keys.js";
-import type { ApprovalRecord, ApprovalState, GovernanceStore } from "../contracts/governance.js";
-
-/** The state table: pending → approved | denied | expired; approved → consumed | expired. */
-export const APPROVAL_MOVES: Readonly<Record<ApprovalState, readonly ApprovalState[]>> = {
-  pending: ["approved", "denied", "expired"],
-  approved: ["consumed", "expired"],
-  denied: [],
-  expired: [],
-  consumed: [],
-};
-
-export function canMoveApproval(from: ApprovalState, to: ApprovalState): boolean {
-  return APPROVAL_MOVES[from].includes(to);
-}
+import type { ApprovalRecord, GovernanceStore } from "../contracts/governance.js";
 
 export function approvalDigest(call: { tenant: string; key: string; tool: string; input: unknown; policyVersion: string }): string {
   return sha256Hex(canonicalJson({ tenant: call.tenant, key: call.key, tool: call.tool, input: call.input, policyVersion: call.policyVersion }));

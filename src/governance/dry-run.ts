@@ -4,8 +4,8 @@
  * goes into the approval request so the approver sees the effect, not just the arguments.
  */
 import { messageOf } from "../core/errors.js";
-import type { Json } from "../core/tool.js";
-import type { DryRunPreview } from "../contracts/governance.js";
+import type { Json } from "../core/json.js";
+import type { DryRunPreview } from "../core/hooks.js";
 
 const EFFECT = /^would_[a-z0-9_]+$/;
 

@@ -12,12 +12,14 @@
  */
 import { EffectgateError, messageOf } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
-import type { AnyTool, Json, ToolContext } from "../core/tool.js";
-import type { Alert } from "../gate/runtime.js";
+import type { AnyTool, ToolContext } from "../core/tool.js";
+import type { Json } from "../core/json.js";
+import type { Alert } from "../gate/alerts.js";
 import { approvalDigest, approvalId, decideApproval, expireIfDue, type ApprovalDecision } from "./approvals.js";
 import { planRates } from "./breakers.js";
 import { compilePolicy, type CompiledPolicy } from "./compile.js";
-import type { ApprovalRecord, DryRunPreview, GovernanceStore, QuotaCharge } from "../contracts/governance.js";
+import type { ApprovalRecord, GovernanceStore, QuotaCharge } from "../contracts/governance.js";
+import type { DryRunPreview } from "../core/hooks.js";
 import { checkPreview } from "./dry-run.js";
 import * as say from "./messages.js";
 import type { Policy } from "./policy.js";

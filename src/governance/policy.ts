@@ -5,7 +5,7 @@
  * Reads are free: `read` tools are never governed. Everything below concerns `write` and
  * `destructive` calls.
  */
-import type { Json } from "../core/tool.js";
+import type { Json } from "../core/json.js";
 
 /** A class of tool governance applies to. */
 export type GovernedClass = "write" | "destructive";

@@ -1,7 +1,7 @@
 /** Comparing a completed call with its downstream record: `reconcileFields`, then the tool's own `compareDownstream`. */
 import { canonicalJson } from "../core/keys.js";
-import type { Json } from "../core/tool.js";
-import type { DownstreamRecord, FieldDifference, RecordedCall } from "../contracts/findings.js";
+import type { Json } from "../core/json.js";
+import type { DownstreamRecord, FieldDifference, RecordedCall } from "../core/hooks.js";
 
 /** What a tool declares about comparison (a subset of its definition). */
 export interface Comparison {

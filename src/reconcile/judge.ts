@@ -17,7 +17,8 @@ import type { CallRecord } from "../contracts/calls.js";
 import type { ReconcileStore } from "../contracts/reconcile.js";
 import { compareRecord, type Comparison } from "./compare.js";
 import { findingId } from "../contracts/finding-rules.js";
-import type { Confirmation, DownstreamRecord, Finding, FindingKind, FindingReport, FindingSource, LedgerSnapshot, LookupWindow } from "../contracts/findings.js";
+import type { Confirmation, Finding, FindingKind, FindingReport, FindingSource, LedgerSnapshot } from "../contracts/findings.js";
+import type { DownstreamRecord, LookupWindow } from "../core/hooks.js";
 
 export interface Tally {
   /** Completed calls matched to exactly one downstream record with equal fields. */

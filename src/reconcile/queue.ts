@@ -13,8 +13,9 @@
  */
 import { EffectgateError } from "../core/errors.js";
 import { assertTransition } from "../core/states.js";
-import type { Json } from "../core/tool.js";
-import type { CallRecord, Ledger } from "../contracts/calls.js";
+import type { Json } from "../core/json.js";
+import type { CallRecord } from "../contracts/calls.js";
+import type { Stores } from "../contracts/stores.js";
 import type { Confirmation, Finding, FindingKind } from "../contracts/findings.js";
 
 export type QueueKind = "needs_human" | "compensation_failed" | FindingKind;
@@ -71,12 +72,12 @@ function findingItem(finding: Finding, call: CallRecord | null): QueueItem {
 const callId = (tenant: string | null, key: string) => `${tenant ?? ""}\u0000${key}`;
 
 /** Everything that needs a person, oldest first. */
-export async function listQueue(ledger: Ledger, query: QueueQuery = {}): Promise<QueueItem[]> {
+export async function listQueue(ledger: Stores, query: QueueQuery = {}): Promise<QueueItem[]> {
   const limit = query.limit ?? 100;
   const scope = query.tenant === undefined ? {} : { tenant: query.tenant };
   const calls = [
-    ...(await ledger.list({ ...scope, state: "needs_human", limit })),
-    ...(await ledger.list({ ...scope, state: "compensation_failed", limit })),
+    ...(await ledger.calls.list({ ...scope, state: "needs_human", limit })),
+    ...(await ledger.calls.list({ ...scope, state: "compensation_failed", limit })),
   ];
   const findings = ledger.reconcile ? await ledger.reconcile.listFindings({ ...scope, status: "open", limit }) : [];
   const related = new Map<string, Finding[]>();
@@ -108,11 +109,11 @@ export type Lookup =
  * One queue entry (or any call or finding, queued or not): a finding by id, else a call by key
  * (in `tenant`, or the only tenant that has it).
  */
-export async function showQueueItem(ledger: Ledger, id: string, options: { readonly tenant?: string } = {}): Promise<Lookup> {
+export async function showQueueItem(ledger: Stores, id: string, options: { readonly tenant?: string } = {}): Promise<Lookup> {
   const store = ledger.reconcile;
   const finding = store ? await store.getFinding(id) : undefined;
   if (finding) {
-    const call = finding.tenant === null ? undefined : await ledger.get(finding.tenant, finding.key);
+    const call = finding.tenant === null ? undefined : await ledger.calls.get(finding.tenant, finding.key);
     const confirmations = store && call ? await store.listConfirmations({ tool: call.tool, tenant: call.tenant, key: call.key }) : [];
     return { found: true, item: { ...findingItem(finding, call ?? null), confirmations } };
   }
@@ -130,13 +131,13 @@ export async function showQueueItem(ledger: Ledger, id: string, options: { reado
   return { found: true, item: { ...item, confirmations } };
 }
 
-async function locateCall(ledger: Ledger, key: string, tenant: string | undefined):
+async function locateCall(ledger: Stores, key: string, tenant: string | undefined):
   Promise<{ found: true; record: CallRecord } | { found: false; why: "none" } | { found: false; why: "ambiguous"; tenants: string[] }> {
   if (tenant !== undefined) {
-    const record = await ledger.get(tenant, key);
+    const record = await ledger.calls.get(tenant, key);
     return record ? { found: true, record } : { found: false, why: "none" };
   }
-  const matches = await ledger.list({ key, limit: 1000 });
+  const matches = await ledger.calls.list({ key, limit: 1000 });
   const [only] = matches;
   if (matches.length === 1 && only) return { found: true, record: only };
   if (matches.length === 0) return { found: false, why: "none" };
@@ -155,18 +156,18 @@ export type CallResolution =
  * and EG_ILLEGAL_TRANSITION or a "changed meanwhile" error says so). Closes the call's open
  * `unresolved` findings. Returns the settled record.
  */
-export async function resolveCall(ledger: Ledger, tenant: string, key: string, resolution: CallResolution): Promise<{ record: CallRecord; closedFindings: readonly string[] }> {
-  const record = await ledger.get(tenant, key);
+export async function resolveCall(ledger: Stores, tenant: string, key: string, resolution: CallResolution): Promise<{ record: CallRecord; closedFindings: readonly string[] }> {
+  const record = await ledger.calls.get(tenant, key);
   if (!record) throw new EffectgateError("EG_BAD_CONTENT", `no call with key ${JSON.stringify(key)} in tenant ${JSON.stringify(tenant)}`);
   const to = "completedWith" in resolution ? "completed" : "failed";
   assertTransition(key, record.state, to);
   const by = resolution.by === undefined ? "" : ` (${resolution.by})`;
   const note = resolution.note === undefined ? "" : `: ${resolution.note}`;
   const settled = "completedWith" in resolution
-    ? await ledger.update(tenant, key, record.version, {
+    ? await ledger.calls.update(tenant, key, record.version, {
         state: "completed", result: resolution.completedWith, owner: null, error: `settled by a person${by}${note}`,
       })
-    : await ledger.update(tenant, key, record.version, {
+    : await ledger.calls.update(tenant, key, record.version, {
         state: "failed", owner: null,
         error: `EG_TOOL_FAILED: ${record.tool} failed (settled by a person${by}): ${resolution.failed}${resolution.note === undefined ? "" : ` (${resolution.note})`}`,
       });

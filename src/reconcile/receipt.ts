@@ -10,8 +10,9 @@
  * - The receipt's record is judged like a scanned one (judge.ts): it confirms a completed call
  *   (stored as a confirmation) or opens a finding (orphan, duplicate, mismatch, unresolved).
  */
-import type { Json } from "../core/tool.js";
-import type { CallRecord, Ledger } from "../contracts/calls.js";
+import type { Json } from "../core/json.js";
+import type { CallRecord } from "../contracts/calls.js";
+import type { Stores } from "../contracts/stores.js";
 import type { Comparison } from "./compare.js";
 import { emptyTally, judgeRecord, reportOrphan, type Judge } from "./judge.js";
 import { receiptDigest } from "../contracts/finding-rules.js";
@@ -38,7 +39,7 @@ export type AppliedReceipt =
   /** The id was used before for a receipt with other content. Nothing changed. */
   | { readonly kind: "conflict"; readonly receipt: StoredReceipt };
 
-export async function applyReceipt(ledger: Ledger, comparison: Comparison, input: ReceiptInput): Promise<AppliedReceipt> {
+export async function applyReceipt(ledger: Stores, comparison: Comparison, input: ReceiptInput): Promise<AppliedReceipt> {
   const store = reconcileStoreOf(ledger);
   const digest = receiptDigest(input);
   const { receipt, created } = await store.recordReceipt({ ...input, digest });
@@ -54,8 +55,8 @@ export async function applyReceipt(ledger: Ledger, comparison: Comparison, input
     },
   };
   const found: CallRecord[] = record.tenant !== undefined
-    ? [await ledger.get(record.tenant, record.key)].filter((r): r is CallRecord => r !== undefined)
-    : await ledger.list({ key: record.key, tool: input.tool, limit: 2 });
+    ? [await ledger.calls.get(record.tenant, record.key)].filter((r): r is CallRecord => r !== undefined)
+    : await ledger.calls.list({ key: record.key, tool: input.tool, limit: 2 });
   const call = found.length === 1 ? found[0] : undefined;
   if (call && call.tool === input.tool) {
     await judgeRecord(judge, call, [record]);

@@ -19,12 +19,16 @@
  * overlapping windows, never duplicates one, and a resolved finding stays resolved.
  */
 import { EffectgateError } from "../core/errors.js";
-import type { AnyTool, Json, Tool } from "../core/tool.js";
-import type { CallRecord, ChangeCursor, Ledger } from "../contracts/calls.js";
+import type { AnyTool, Tool } from "../core/tool.js";
+import type { Json } from "../core/json.js";
+import type { CallRecord, ChangeCursor } from "../contracts/calls.js";
+import type { Stores } from "../contracts/stores.js";
+import type { CallStore } from "../contracts/calls.js";
 import { cursorOf } from "../contracts/change-order.js";
 import type { ReconcileStore } from "../contracts/reconcile.js";
 import { emptyTally, judgeRecord, reportOrphan, type Judge } from "./judge.js";
-import type { DownstreamRecord, Finding, LookupWindow } from "../contracts/findings.js";
+import type { Finding } from "../contracts/findings.js";
+import type { DownstreamRecord, LookupWindow } from "../core/hooks.js";
 
 export const DEFAULT_SETTLE_MS = 60_000;
 export const DEFAULT_SKEW_MS = 5 * 60_000;
@@ -97,22 +101,22 @@ interface SavedCursor {
 const cursorName = (tool: string) => `scan:${tool}`;
 
 /** The ledger's reconcile store, or an error saying the store cannot be reconciled. */
-export function reconcileStoreOf(ledger: Ledger): ReconcileStore {
+export function reconcileStoreOf(ledger: Stores): ReconcileStore {
   if (!ledger.reconcile) {
     throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${ledger.location} keeps no reconciliation data (its store has no \`reconcile\`)`);
   }
   return ledger.reconcile;
 }
 
-function changesOf(ledger: Ledger): NonNullable<Ledger["listChangedSince"]> {
-  if (!ledger.listChangedSince) {
+function changesOf(ledger: Stores): NonNullable<CallStore["listChangedSince"]> {
+  if (!ledger.calls.listChangedSince) {
     throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${ledger.location} cannot list changed records (no listChangedSince), so it cannot be scanned`);
   }
-  return ledger.listChangedSince.bind(ledger);
+  return ledger.calls.listChangedSince.bind(ledger.calls);
 }
 
 export interface ReconcileTarget {
-  readonly ledger: Ledger;
+  readonly ledger: Stores;
   // Tools of any schema and result type, as createGate takes them (only lookup and the comparison are used).
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   readonly tools: readonly Tool<any, any>[];
@@ -137,7 +141,7 @@ export async function reconcile(target: ReconcileTarget, options: ReconcileOptio
     chosen = tools.filter((t) => t.effect !== "read");
   }
   const explicit = options.since !== undefined || options.until !== undefined;
-  const now = await ledger.now();
+  const now = await ledger.calls.now();
   const horizon = options.until ?? now - (options.settleMs ?? DEFAULT_SETTLE_MS);
   const scans: ToolScan[] = [];
   for (const tool of chosen) {
@@ -163,9 +167,9 @@ export async function reconcile(target: ReconcileTarget, options: ReconcileOptio
 }
 
 async function scanTool(
-  ledger: Ledger,
+  ledger: Stores,
   store: ReconcileStore,
-  changes: NonNullable<Ledger["listChangedSince"]>,
+  changes: NonNullable<CallStore["listChangedSince"]>,
   tool: AnyTool,
   options: ReconcileOptions & { explicit: boolean; horizon: number },
 ): Promise<ToolScan> {
@@ -256,8 +260,8 @@ async function scanTool(
     for (const [tenant, group] of byTenant) {
       keyLookups++;
       const found = tenant !== undefined
-        ? [await ledger.get(tenant, key)].filter((r): r is CallRecord => r !== undefined)
-        : await ledger.list({ key, tool: tool.name, limit: 2 });
+        ? [await ledger.calls.get(tenant, key)].filter((r): r is CallRecord => r !== undefined)
+        : await ledger.calls.list({ key, tool: tool.name, limit: 2 });
       const record = found[0];
       if (found.length === 1 && record && record.tool === tool.name) {
         await judgeRecord(judge, record, group);

@@ -14,27 +14,31 @@
  * - If the effect happens but recording fails, the agent still gets the true result and an
  *   operator alert is raised; recovery later probes the call.
  */
+import { findToolUses, errorResult, type ToolResultBlock } from "../core/blocks.js";
 import { EffectgateError } from "../core/errors.js";
+import type { EffectClass } from "../core/effect-class.js";
 import type { Scope } from "../core/keys.js";
-import type { AnyTool, EffectClass, Tool } from "../core/tool.js";
-import type { Ledger } from "../contracts/calls.js";
-import { sqliteLedger } from "../stores/sqlite/calls.js";
-import type { CheckpointStore, AgentCheckpoint } from "../checkpoint/codec.js";
-import type { FaultHook, SagaFaultHook } from "../gate/faults.js";
-import { reconcile, type ReconcileOptions, type ReconcileSummary } from "../reconcile/scan.js";
-import { findToolUses, resultBlock, type ToolResultBlock } from "../core/blocks.js";
-import { runCall } from "../gate/pipeline.js";
+import type { ProbePolicy, RetryPolicy } from "../core/policies.js";
+import type { AnyTool, Tool } from "../core/tool.js";
+import type { AgentCheckpoint, CheckpointStore } from "../contracts/checkpoints.js";
+import type { Stores } from "../contracts/stores.js";
+import { alertToStderr, type Alert, type GateStats } from "../gate/alerts.js";
+import type { FaultHook } from "../gate/faults.js";
+import { createKernel } from "../gate/kernel.js";
 import { newOwnerId } from "../gate/owner.js";
-import { recover, type RecoverySummary } from "../gate/recover.js";
-import type { Alert, GateStats, Runtime, ToolPolicy } from "../gate/runtime.js";
-import { DEFAULT_PROBE, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, type ProbePolicy, type RetryPolicy } from "../core/policies.js";
+import type { CallRecoverySummary } from "../gate/recover.js";
+import { policyFor } from "../gate/tool-policy.js";
 import { createGovernance, type Approver } from "../governance/govern.js";
 import type { Policy } from "../governance/policy.js";
 import { sandboxed } from "../governance/sandbox.js";
+import { reconcile, type ReconcileOptions, type ReconcileSummary } from "../reconcile/scan.js";
 import { runSagaToolUse } from "../saga/agent.js";
+import type { SagaRuntime } from "../saga/engine.js";
+import type { SagaFaultHook } from "../saga/faults.js";
 import { recoverSagas } from "../saga/recover.js";
 import { createSaga, stopSagaHeartbeats } from "../saga/saga.js";
-import type { ApproveNonCompensable, Saga, SagaOptions } from "../saga/types.js";
+import type { ApproveNonCompensable, Saga, SagaOptions, SagaRecoverySummary } from "../saga/types.js";
+import { sqliteLedger } from "../stores/sqlite/index.js";
 
 export const DEFAULT_LEDGER_PATH = ".effectgate/ledger.db";
 
@@ -44,7 +48,7 @@ export interface GateOptions {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   readonly tools: readonly Tool<any, any>[];
   /** Default: SQLite at `.effectgate/ledger.db` in the working directory. */
-  readonly ledger?: Ledger;
+  readonly ledger?: Stores;
   /** How long a claim stays ours without renewal (default 30 s). Renewed while the tool runs. */
   readonly leaseMs?: number;
   /** How long a call waits for a twin held by another worker before answering EG_IN_PROGRESS (default: leaseMs). */
@@ -76,8 +80,14 @@ export interface GateOptions {
    * such steps are refused (the step does not run and the saga compensates). A saga may override it.
    */
   readonly approveNonCompensable?: ApproveNonCompensable;
-  /** Test hook: named points in a saga's steps and compensations (see effectgate/testing `killAtSaga`). */
+  /** Test hook: named points in a saga's steps and compensations (see effectgate/testing `killAt`). */
   readonly sagaFaults?: SagaFaultHook;
+}
+
+/** What `gate.recover()` did: the calls it settled, and (run first) the sagas. */
+export interface RecoverySummary extends CallRecoverySummary {
+  /** What it did with sagas (see src/saga/recover.ts). Absent when it found none to look at. */
+  readonly sagas?: SagaRecoverySummary;
 }
 
 export interface Gate {
@@ -109,7 +119,7 @@ export interface Gate {
    * with `scope.saga` set form a saga too. See docs/sagas.md.
    */
   saga(id: string, scope: Scope, options?: SagaOptions): Saga;
-  readonly ledger: Ledger;
+  readonly ledger: Stores;
   /** This gate's owner id, as written on its claims. */
   readonly owner: string;
   readonly stats: Readonly<GateStats>;
@@ -122,86 +132,69 @@ export function createGate(options: GateOptions): Gate {
   for (const tool of options.tools) {
     if (tools.has(tool.name)) throw new EffectgateError("EG_BAD_TOOL_DEFINITION", `two tools are named ${JSON.stringify(tool.name)}`);
     // A tool marked `sandbox` runs its execute in a child process under Node's permission model.
-    tools.set(tool.name, sandboxed(tool as AnyTool, resolvePolicy(options, tool as AnyTool).timeoutMs));
+    tools.set(tool.name, sandboxed(tool as AnyTool, policyFor(options, tool as AnyTool).timeoutMs));
   }
   const leaseMs = options.leaseMs ?? 30_000;
-  if (!(leaseMs > 0)) throw new EffectgateError("EG_BAD_TOOL_DEFINITION", `leaseMs must be positive, got ${leaseMs}`);
+  if (!(leaseMs > 0)) throw new EffectgateError("EG_BAD_OPTION", `leaseMs must be a positive number of milliseconds, got ${leaseMs}`);
   const ownsLedger = options.ledger === undefined;
+  // The SQLite store loads its driver only when the file is first opened.
   const ledger = options.ledger ?? sqliteLedger(DEFAULT_LEDGER_PATH);
   const stats: GateStats = { executed: 0, replayed: 0, alerts: 0 };
-  const onAlert = options.onAlert ?? ((alert: Alert) => {
-    const { cause: _cause, ...rest } = alert;
-    process.stderr.write(`${JSON.stringify({ level: "error", source: "effectgate", alert: rest })}\n`);
-  });
-  const rt: Runtime = {
-    ledger, tools, leaseMs,
-    owner: newOwnerId(),
-    waitMs: options.waitMs ?? leaseMs,
-    faults: options.faults,
-    stats,
-    inflight: new Map(),
-    abandoned: new Set(),
-    background: new Set(),
-    random: options.random ?? Math.random,
-    approveNonCompensable: options.approveNonCompensable,
-    sagaFaults: options.sagaFaults,
-    policyFor: (tool) => resolvePolicy(options, tool),
-    alert(alert) {
-      stats.alerts++;
-      onAlert(alert);
-    },
+  const onAlert = options.onAlert ?? alertToStderr;
+  const alert = (raised: Alert) => {
+    stats.alerts++;
+    onAlert(raised);
   };
+  const owner = newOwnerId();
   const governance = createGovernance({
-    policy: options.policy, tools, store: ledger.governance, location: ledger.location, owner: rt.owner,
-    clock: options.clock ?? Date.now, approver: options.approver, alert: (alert) => rt.alert(alert),
+    policy: options.policy, tools, store: ledger.governance, location: ledger.location, owner,
+    clock: options.clock ?? Date.now, approver: options.approver, alert,
   });
-  Object.assign(rt, { governance });
+  const kernel = createKernel({
+    calls: ledger.calls, tools, governor: governance, owner, leaseMs, waitMs: options.waitMs ?? leaseMs, stats, alert,
+    random: options.random ?? Math.random, policyFor: (tool) => policyFor(options, tool),
+    ...(options.faults === undefined ? {} : { faults: options.faults }),
+  });
+  const sagas: SagaRuntime = {
+    kernel, log: ledger.sagas, location: ledger.location, approveNonCompensable: options.approveNonCompensable,
+    approvalReasons: (tool, input) => governance.policy.approvalReasons(tool, input), faults: options.sagaFaults,
+  };
 
   async function runToolUses(content: readonly unknown[], scope: Scope): Promise<ToolResultBlock[]> {
     checkScope(scope);
     return Promise.all(findToolUses(content).map((found) =>
       found.ok
-        ? scope.saga === undefined ? runCall(rt, found.block, scope) : runSagaToolUse(rt, found.block, { ...scope, saga: scope.saga })
-        : Promise.resolve(resultBlock(found.id, `EG_MALFORMED_BLOCK: ${found.problem}. Nothing was executed.`, true))));
+        ? scope.saga === undefined ? kernel.runCall(found.block, scope) : runSagaToolUse(sagas, found.block, { ...scope, saga: scope.saga })
+        : Promise.resolve(errorResult(found.id, "EG_MALFORMED_BLOCK", `${found.problem}. Nothing was executed.`))));
   }
 
   return {
     runToolUses,
     // Sagas first: a compensating saga settles its own interrupted steps without re-running them.
     recover: async (opts) => {
-      const sagas = await recoverSagas(rt, opts);
-      const calls = await recover(rt, opts);
-      return sagas.examined > 0 ? { ...calls, sagas } : calls;
+      const sagaSummary = await recoverSagas(sagas, opts);
+      const calls = await kernel.recover(opts);
+      return sagaSummary.examined > 0 ? { ...calls, sagas: sagaSummary } : calls;
     },
     async resume(store) {
       const checkpoint = await store.load();
       if (!checkpoint?.pendingToolUse) return { checkpoint, toolResults: [] };
       return { checkpoint, toolResults: await runToolUses(checkpoint.pendingToolUse, checkpoint.scope) };
     },
-    async drain() {
-      while (rt.background.size > 0) await Promise.allSettled([...rt.background]);
-    },
+    drain: () => kernel.drain(),
     reconcile: (opts) => reconcile({ ledger, tools: [...tools.values()] }, opts),
     saga(id, scope, sagaOptions) {
       checkScope(scope);
-      return createSaga(rt, id, scope, sagaOptions ?? {});
+      return createSaga(sagas, id, scope, sagaOptions ?? {});
     },
     ledger,
-    owner: rt.owner,
+    owner,
     stats,
     async close() {
-      for (const controller of rt.abandoned) controller.abort(new Error("the gate was closed"));
-      stopSagaHeartbeats(rt);
+      kernel.close();
+      stopSagaHeartbeats(sagas);
       if (ownsLedger) await ledger.close();
     },
-  };
-}
-
-function resolvePolicy(options: GateOptions, tool: AnyTool): ToolPolicy {
-  return {
-    timeoutMs: tool.timeoutMs ?? options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-    retry: { ...DEFAULT_RETRY[tool.effect], ...options.retry?.[tool.effect], ...tool.retry },
-    probe: { ...DEFAULT_PROBE, ...options.probe, ...tool.probeBudget },
   };
 }
 

@@ -17,29 +17,42 @@
  * dead worker → its probe decides (done → compensated; absent → marked failed, skipped); no probe
  * or no answer → a person.
  */
-import { EffectgateError, messageOf } from "../core/errors.js";
+import { EffectgateError, errorMessage, isErrorCode, messageOf, type ErrorCode } from "../core/errors.js";
 import { fingerprint, type Scope } from "../core/keys.js";
 import { validate, type StandardSchemaV1 } from "../core/standard-schema.js";
-import { canTransition, type CallState } from "../core/states.js";
-import { redactInput, type AnyTool, type Json, type ToolContext } from "../core/tool.js";
+import { canTransition } from "../core/states.js";
+import { redactInput, type AnyTool, type ToolContext } from "../core/tool.js";
+import { type Json } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
-import type { ToolResultBlock } from "../core/blocks.js";
-import { runCall } from "../gate/pipeline.js";
-import { sendToHuman, toJson } from "../gate/execute.js";
-import { sleep } from "../core/policies.js";
-import { probeUntilKnown } from "../gate/probe-loop.js";
-import { isStaleHolder } from "../gate/resolve.js";
-import { singleFlight, type Call, type Runtime } from "../gate/runtime.js";
+import { errorCodeOf, type ToolResultBlock } from "../core/blocks.js";
+import { toJson } from "../core/json.js";
+import type { Call, Kernel } from "../gate/kernel.js";
 import type {
   Approval, Compensation, NewSagaEvent, OnAbandon, SagaLog, SagaRecord, SagaStepRecord, StepState, StepUpdate,
 } from "../contracts/sagas.js";
 import { holderAlive } from "./driver.js";
 import { checkName, compensationKey, stepKey } from "./keys.js";
+import type { SagaFaultHook } from "./faults.js";
 import type { ApproveNonCompensable } from "./types.js";
+
+/** What a gate's sagas get from the composition root: the kernel, the saga log and the policies that touch steps. */
+export interface SagaRuntime {
+  readonly kernel: Kernel;
+  /** The ledger's saga log; undefined for a ledger that keeps none. */
+  readonly log: SagaLog | undefined;
+  /** Where the ledger is, for messages. */
+  readonly location: string;
+  /** The gate's policy for non-compensable steps (undefined: refuse them, unless governance asks a person). */
+  readonly approveNonCompensable: ApproveNonCompensable | undefined;
+  /** Why governance's policy asks a person to approve this call (none: it does not). */
+  readonly approvalReasons: (tool: AnyTool, input: Json) => readonly string[];
+  /** Test hook: the saga fault points. */
+  readonly faults: SagaFaultHook | undefined;
+}
 
 /** One saga as one gate works on it. */
 export interface SagaContext {
-  readonly rt: Runtime;
+  readonly rt: SagaRuntime;
   readonly log: SagaLog;
   readonly tenant: string;
   readonly id: string;
@@ -69,23 +82,23 @@ export type StepOutcome =
   /** The step's outcome is not known yet (still running downstream, or held by another worker); the saga still runs. */
   | { readonly kind: "pending"; readonly message: string }
   /** Nothing ran and the saga is unchanged (bad input, unknown tool, key mismatch, ledger trouble). */
-  | { readonly kind: "rejected"; readonly code: string; readonly message: string }
+  | { readonly kind: "rejected"; readonly code: ErrorCode; readonly message: string }
   /** The saga takes no more steps. */
   | { readonly kind: "closed"; readonly saga: SagaRecord };
 
-export function sagaLogOf(rt: Runtime): SagaLog {
-  if (!rt.ledger.sagas) {
-    throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${rt.ledger.location} keeps no saga log, so it cannot run sagas; use the memory, SQLite or PostgreSQL store`);
+export function sagaLogOf(rt: SagaRuntime): SagaLog {
+  if (!rt.log) {
+    throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${rt.location} keeps no saga log, so it cannot run sagas; use the memory, SQLite or PostgreSQL store`);
   }
-  return rt.ledger.sagas;
+  return rt.log;
 }
 
 // ---- one saga at a time per gate ------------------------------------------------------------
 
-const flights = new WeakMap<Runtime, Map<string, Promise<void>>>();
+const flights = new WeakMap<SagaRuntime, Map<string, Promise<void>>>();
 
 /** Runs `work` as the only compensation of this saga in this gate (a twin waits, then sees the result). */
-export async function sagaFlight<T>(rt: Runtime, tenant: string, id: string, work: () => Promise<T>): Promise<T> {
+export async function sagaFlight<T>(rt: SagaRuntime, tenant: string, id: string, work: () => Promise<T>): Promise<T> {
   let map = flights.get(rt);
   if (!map) flights.set(rt, (map = new Map<string, Promise<void>>()));
   const name = `${tenant}\u0000${id}`;
@@ -100,14 +113,14 @@ export async function sagaFlight<T>(rt: Runtime, tenant: string, id: string, wor
   }
 }
 
-export function isSagaBusy(rt: Runtime, tenant: string, id: string): boolean {
+export function isSagaBusy(rt: SagaRuntime, tenant: string, id: string): boolean {
   return flights.get(rt)?.has(`${tenant}\u0000${id}`) === true;
 }
 
 /** Whether a saga's holder is gone: nobody, a dead process on this host, or a lease that ran out elsewhere. */
-export function driverGone(rt: Runtime, saga: SagaRecord, now: number): boolean {
+export function driverGone(rt: SagaRuntime, saga: SagaRecord, now: number): boolean {
   if (saga.owner === null) return true;
-  if (saga.owner === rt.owner) return saga.state === "compensating" && !isSagaBusy(rt, saga.tenant, saga.id);
+  if (saga.owner === rt.kernel.owner) return saga.state === "compensating" && !isSagaBusy(rt, saga.tenant, saga.id);
   const alive = holderAlive(saga.owner);
   if (alive !== undefined) return !alive;
   return saga.leaseExpiresAt === null || saga.leaseExpiresAt <= now;
@@ -121,8 +134,8 @@ export async function openSaga(ctx: SagaContext): Promise<SagaRecord> {
   const known = await ctx.log.get(ctx.tenant, ctx.id);
   if (known) return known;
   const { saga } = await ctx.log.begin(
-    { tenant: ctx.tenant, id: ctx.id, task: ctx.task, owner: ctx.rt.owner, leaseMs: ctx.rt.leaseMs, onAbandon: ctx.onAbandon },
-    { kind: "saga_started", message: `started for task ${ctx.task} by ${ctx.rt.owner}` },
+    { tenant: ctx.tenant, id: ctx.id, task: ctx.task, owner: ctx.rt.kernel.owner, leaseMs: ctx.rt.kernel.leaseMs, onAbandon: ctx.onAbandon },
+    { kind: "saga_started", message: `started for task ${ctx.task} by ${ctx.rt.kernel.owner}` },
   );
   return saga;
 }
@@ -132,13 +145,13 @@ export async function holdRunning(ctx: SagaContext, start: SagaRecord): Promise<
   let saga = start;
   for (let tries = 0; tries < 20; tries++) {
     if (saga.state !== "running" && saga.state !== "stalled") return saga;
-    const now = await ctx.rt.ledger.now();
-    const fresh = saga.state === "running" && saga.owner === ctx.rt.owner && (saga.leaseExpiresAt ?? 0) - now > ctx.rt.leaseMs / 2;
+    const now = await ctx.rt.kernel.calls.now();
+    const fresh = saga.state === "running" && saga.owner === ctx.rt.kernel.owner && (saga.leaseExpiresAt ?? 0) - now > ctx.rt.kernel.leaseMs / 2;
     if (fresh) return saga;
-    const event: NewSagaEvent | undefined = saga.state === "stalled" || (saga.owner !== null && saga.owner !== ctx.rt.owner)
-      ? { kind: "driver_resumed", message: `driven again by ${ctx.rt.owner}${saga.owner ? ` (was ${saga.owner})` : ""}` }
+    const event: NewSagaEvent | undefined = saga.state === "stalled" || (saga.owner !== null && saga.owner !== ctx.rt.kernel.owner)
+      ? { kind: "driver_resumed", message: `driven again by ${ctx.rt.kernel.owner}${saga.owner ? ` (was ${saga.owner})` : ""}` }
       : undefined;
-    const held = await ctx.log.update(ctx.tenant, ctx.id, saga.version, { state: "running", owner: ctx.rt.owner, leaseMs: ctx.rt.leaseMs }, event);
+    const held = await ctx.log.update(ctx.tenant, ctx.id, saga.version, { state: "running", owner: ctx.rt.kernel.owner, leaseMs: ctx.rt.kernel.leaseMs }, event);
     if (held) return held;
     saga = await mustGet(ctx);
   }
@@ -147,11 +160,11 @@ export async function holdRunning(ctx: SagaContext, start: SagaRecord): Promise<
 
 async function mustGet(ctx: SagaContext): Promise<SagaRecord> {
   const saga = await ctx.log.get(ctx.tenant, ctx.id);
-  if (!saga) throw new EffectgateError("EG_LEDGER_CORRUPT", `saga ${ctx.tenant}/${ctx.id} vanished from ${ctx.rt.ledger.location}`);
+  if (!saga) throw new EffectgateError("EG_LEDGER_CORRUPT", `saga ${ctx.tenant}/${ctx.id} vanished from ${ctx.rt.location}`);
   return saga;
 }
 
-const rejected = (code: string, message: string): StepOutcome => ({ kind: "rejected", code, message });
+const rejected = (code: ErrorCode, message: string): StepOutcome => ({ kind: "rejected", code, message });
 
 export async function runStep(ctx: SagaContext, req: StepRequest, again = false): Promise<StepOutcome> {
   const { rt, log } = ctx;
@@ -217,12 +230,12 @@ export async function runStep(ctx: SagaContext, req: StepRequest, again = false)
       return answerClosed(ctx, await mustGet(ctx), step);
   }
 
-  await rt.sagaFaults?.("saga_before_step", { tool: req.tool.name, key, toolUseId: req.toolUseId });
-  const block = await runCall(rt, { type: "tool_use", id: req.toolUseId, name: req.tool.name, input: req.input }, ctx.scope, { key });
+  await rt.faults?.("saga_before_step", { tool: req.tool.name, key, toolUseId: req.toolUseId });
+  const block = await rt.kernel.runCall({ type: "tool_use", id: req.toolUseId, name: req.tool.name, input: req.input }, ctx.scope, { key });
   if (req.tool.effect === "read") {
     return block.is_error ? settleStep(ctx, step, "failed", null, block.content) : settleStep(ctx, step, "completed", parseContent(block.content), null);
   }
-  const record = await rt.ledger.get(ctx.tenant, key);
+  const record = await rt.kernel.calls.get(ctx.tenant, key);
   if (!record || record.fingerprint !== print) return rejectedByBlock(block);
   switch (record.state) {
     case "completed":
@@ -240,8 +253,8 @@ export async function runStep(ctx: SagaContext, req: StepRequest, again = false)
 }
 
 function rejectedByBlock(block: ToolResultBlock): StepOutcome {
-  const match = /^(EG_[A-Z_]+): ([\s\S]*)$/.exec(block.content);
-  return match ? rejected(match[1] as string, match[2] as string) : rejected("EG_TOOL_FAILED", block.content);
+  const code = errorCodeOf(block);
+  return isErrorCode(code) ? rejected(code, block.content.slice(code.length + 2)) : rejected("EG_TOOL_FAILED", block.content);
 }
 
 function parseContent(content: string): Json {
@@ -255,14 +268,14 @@ function parseContent(content: string): Json {
 type Plan =
   | { readonly compensable: true; readonly compensation: Compensation | null }
   | { readonly compensable: false; readonly compensation: null; readonly reason: string }
-  | { readonly code: string; readonly problem: string };
+  | { readonly code: ErrorCode; readonly problem: string };
 
 function planCompensation(ctx: SagaContext, req: StepRequest): Plan {
   const tool = req.tool;
   if (tool.effect === "read") return { compensable: true, compensation: null };
   if (req.compensateWith) {
     if (req.compensable === false) return { code: "EG_BAD_TOOL_DEFINITION", problem: `step ${req.name} says compensable: false but gives a compensation; remove one. Nothing was executed.` };
-    if (!ctx.rt.tools.has(req.compensateWith.tool)) {
+    if (!ctx.rt.kernel.tools.has(req.compensateWith.tool)) {
       return { code: "EG_UNKNOWN_TOOL", problem: `step ${req.name}'s compensation tool ${JSON.stringify(req.compensateWith.tool)} is not one of this gate's tools. Nothing was executed.` };
     }
     return { compensable: true, compensation: { kind: "tool", tool: req.compensateWith.tool, input: null } };
@@ -270,7 +283,7 @@ function planCompensation(ctx: SagaContext, req: StepRequest): Plan {
   if (req.compensable === false) return { compensable: false, compensation: null, reason: `step ${req.name} is marked compensable: false` };
   if (tool.compensable === false) return { compensable: false, compensation: null, reason: `${tool.name} is marked compensable: false` };
   if (tool.compensateWith) {
-    if (!ctx.rt.tools.has(tool.compensateWith.tool)) {
+    if (!ctx.rt.kernel.tools.has(tool.compensateWith.tool)) {
       return { code: "EG_UNKNOWN_TOOL", problem: `${tool.name} is undone by ${JSON.stringify(tool.compensateWith.tool)} (compensateWith), which is not one of this gate's tools. Nothing was executed.` };
     }
     return { compensable: true, compensation: { kind: "tool", tool: tool.compensateWith.tool, input: null } };
@@ -287,7 +300,7 @@ async function ask(ctx: SagaContext, req: StepRequest, input: Json, reason: stri
   if (!policy) {
     // The gate's governance policy asks a person for this call (a durable approval request):
     // the step is let through to it, and the gated call waits for that approval before running.
-    const governed = ctx.rt.governance?.policy.approvalReasons(req.tool, input) ?? [];
+    const governed = ctx.rt.approvalReasons(req.tool, input);
     if (governed.length > 0) return { approved: true, why: `approval left to the governance policy (${governed.join("; ")})` };
     return { approved: false, why: `${reason}, and neither an approveNonCompensable policy (saga or gate options) nor a governance approval rule covers it, so it was refused` };
   }
@@ -322,7 +335,7 @@ async function settleStep(ctx: SagaContext, start: SagaStepRecord, state: "compl
     if (!current) throw new EffectgateError("EG_LEDGER_CORRUPT", `step ${step.name} of saga ${ctx.tenant}/${ctx.id} vanished`);
     step = current;
   }
-  await ctx.rt.sagaFaults?.("saga_after_step", { tool: step.tool, key: step.key, toolUseId: step.key });
+  await ctx.rt.faults?.("saga_after_step", { tool: step.tool, key: step.key, toolUseId: step.key });
   if (state === "completed") return { kind: "completed", result: step.result };
   return failSaga(ctx, step, `step ${step.name} (${step.tool}) ${state === "failed" ? "failed" : "has an unknown outcome"}: ${error ?? state}`);
 }
@@ -339,7 +352,7 @@ function canMoveFrom(from: StepState, to: StepState): boolean {
 function compensationWithInput(ctx: SagaContext, step: SagaStepRecord, result: Json | null): { compensation?: Compensation; error?: string } {
   const comp = step.compensation;
   if (comp?.kind !== "tool" || comp.input !== null) return {};
-  const declared = ctx.rt.tools.get(step.tool)?.compensateWith;
+  const declared = ctx.rt.kernel.tools.get(step.tool)?.compensateWith;
   const fn = ctx.compensationInputs.get(step.name) ??
     (declared?.tool === comp.tool ? (stepResult: unknown, stepInput: unknown) => declared.input(stepInput, stepResult) : undefined);
   if (!fn) return {};
@@ -378,7 +391,7 @@ export async function requestCompensation(ctx: SagaContext, reason: string, kind
   let saga = await mustGet(ctx);
   for (let tries = 0; tries < 20; tries++) {
     if (saga.state !== "running" && saga.state !== "stalled" && saga.state !== "completed") return saga;
-    const moved = await ctx.log.update(ctx.tenant, ctx.id, saga.version, { state: "compensating", reason, owner: ctx.rt.owner, leaseMs: ctx.rt.leaseMs },
+    const moved = await ctx.log.update(ctx.tenant, ctx.id, saga.version, { state: "compensating", reason, owner: ctx.rt.kernel.owner, leaseMs: ctx.rt.kernel.leaseMs },
       { kind, message: reason });
     if (moved) return moved;
     saga = await mustGet(ctx);
@@ -402,10 +415,10 @@ export async function compensateSaga(ctx: SagaContext): Promise<SagaRecord> {
   let saga = await mustGet(ctx);
   for (let tries = 0; ; tries++) {
     if (saga.state !== "compensating") return saga;
-    if (saga.owner === rt.owner) break;
-    if (saga.owner !== null && !driverGone(rt, saga, await rt.ledger.now())) return saga;
-    const event: NewSagaEvent | undefined = saga.owner === null ? undefined : { kind: "driver_resumed", message: `compensation taken over by ${rt.owner} from ${saga.owner}, which is gone` };
-    const held = await log.update(ctx.tenant, ctx.id, saga.version, { state: "compensating", owner: rt.owner, leaseMs: rt.leaseMs }, event);
+    if (saga.owner === rt.kernel.owner) break;
+    if (saga.owner !== null && !driverGone(rt, saga, await rt.kernel.calls.now())) return saga;
+    const event: NewSagaEvent | undefined = saga.owner === null ? undefined : { kind: "driver_resumed", message: `compensation taken over by ${rt.kernel.owner} from ${saga.owner}, which is gone` };
+    const held = await log.update(ctx.tenant, ctx.id, saga.version, { state: "compensating", owner: rt.kernel.owner, leaseMs: rt.kernel.leaseMs }, event);
     if (held) {
       saga = held;
       break;
@@ -414,8 +427,8 @@ export async function compensateSaga(ctx: SagaContext): Promise<SagaRecord> {
     saga = await mustGet(ctx);
   }
   const heartbeat = setInterval(() => {
-    log.renewLease(ctx.tenant, ctx.id, rt.owner, rt.leaseMs).catch(() => undefined);
-  }, Math.max(10, Math.floor(rt.leaseMs / 3)));
+    log.renewLease(ctx.tenant, ctx.id, rt.kernel.owner, rt.kernel.leaseMs).catch(() => undefined);
+  }, Math.max(10, Math.floor(rt.kernel.leaseMs / 3)));
   heartbeat.unref();
   try {
     const steps = await log.steps(ctx.tenant, ctx.id);
@@ -430,7 +443,7 @@ export async function compensateSaga(ctx: SagaContext): Promise<SagaRecord> {
     if (forHuman.length > 0) {
       const why = `a person must settle ${forHuman.length === 1 ? "step" : "steps"} ${forHuman.join("; ")}`;
       const ended = await finishPass(ctx, "compensation_failed", why);
-      rt.alert({
+      rt.kernel.alert({
         code: "needs_human",
         message: `saga ${ctx.id} could not be fully compensated: ${why}. See: effectgate saga show ${ctx.id} --tenant ${ctx.tenant}`,
         tenant: ctx.tenant, key: `saga:${ctx.id}`, tool: "saga",
@@ -545,18 +558,18 @@ async function runCompensation(ctx: SagaContext, step: SagaStepRecord): Promise<
   let tool: AnyTool | undefined;
   let input: unknown;
   if (comp.kind === "tool") {
-    tool = rt.tools.get(comp.tool);
+    tool = rt.kernel.tools.get(comp.tool);
     input = comp.input;
     if (!tool) return { kind: "later", why: `this gate has no tool named ${comp.tool} to undo step ${step.name}; a process that has it resumes the compensation (gate.recover())` };
   } else {
-    const forward = rt.tools.get(step.tool);
+    const forward = rt.kernel.tools.get(step.tool);
     if (!forward?.compensate) return { kind: "later", why: `this gate has no ${step.tool} tool with a compensate hook to undo step ${step.name}; a process that has it resumes the compensation (gate.recover())` };
     tool = hookTool(forward);
     input = { input: step.input, result: step.result };
   }
-  await rt.sagaFaults?.("saga_before_compensation", { tool: tool.name, key, toolUseId: key });
-  const block = await runCall(rt, { type: "tool_use", id: key, name: tool.name, input }, ctx.scope, { key, tool });
-  const record = await rt.ledger.get(ctx.tenant, key);
+  await rt.faults?.("saga_before_compensation", { tool: tool.name, key, toolUseId: key });
+  const block = await rt.kernel.runCall({ type: "tool_use", id: key, name: tool.name, input }, ctx.scope, { key, tool });
+  const record = await rt.kernel.calls.get(ctx.tenant, key);
   if (!record || record.fingerprint !== fingerprint(tool.name, input)) {
     if (/^EG_(LEDGER_UNAVAILABLE|IN_PROGRESS|AWAITING_APPROVAL)\b/.test(block.content)) return { kind: "later", why: block.content };
     return failCompensation(ctx, step, `the compensation call was not run: ${block.content}`);
@@ -572,7 +585,7 @@ async function runCompensation(ctx: SagaContext, step: SagaStepRecord): Promise<
         if (next) step = next;
         else step = (await ctx.log.getStep(ctx.tenant, ctx.id, step.name)) ?? step;
       }
-      await rt.sagaFaults?.("saga_after_compensation", { tool: tool.name, key, toolUseId: key });
+      await rt.faults?.("saga_after_compensation", { tool: tool.name, key, toolUseId: key });
       return DONE;
     }
     case "failed":
@@ -594,7 +607,7 @@ async function failCompensation(ctx: SagaContext, start: SagaStepRecord, why: st
       { kind: "step_compensation_failed", step: step.name, message: why });
     step = next ?? (await ctx.log.getStep(ctx.tenant, ctx.id, step.name)) ?? step;
   }
-  ctx.rt.alert({
+  ctx.rt.kernel.alert({
     code: "needs_human",
     message: `saga ${ctx.id}: step ${step.name} (${step.tool}, key ${step.key}) could not be undone: ${why}`,
     tenant: ctx.tenant, key: step.key, tool: step.tool,
@@ -606,9 +619,9 @@ async function failCompensation(ctx: SagaContext, start: SagaStepRecord, why: st
 export async function markForward(ctx: SagaContext, step: SagaStepRecord, to: "compensated" | "compensation_failed", error: string | null): Promise<void> {
   if (step.effect === "read") return;
   for (let tries = 0; tries < 20; tries++) {
-    const record = await ctx.rt.ledger.get(ctx.tenant, step.key);
+    const record = await ctx.rt.kernel.calls.get(ctx.tenant, step.key);
     if (!record || record.state === to || !canTransition(record.state, to)) return;
-    const moved = await ctx.rt.ledger.update(ctx.tenant, step.key, record.version, error === null ? { state: to } : { state: to, error });
+    const moved = await ctx.rt.kernel.calls.update(ctx.tenant, step.key, record.version, error === null ? { state: to } : { state: to, error });
     if (moved) return;
   }
 }
@@ -626,20 +639,19 @@ type Found =
 async function settleForward(ctx: SagaContext, step: SagaStepRecord): Promise<Found> {
   const { rt } = ctx;
   if (step.effect === "read") return { kind: "absent", why: "a read has no effect to undo" };
-  const tool = rt.tools.get(step.tool);
-  return singleFlight(rt, ctx.tenant, step.key, async (): Promise<Found> => {
-    const deadline = Date.now() + rt.waitMs;
-    for (let pause = 2; ; pause = Math.min(pause * 2, 250)) {
-      const record = await rt.ledger.get(ctx.tenant, step.key);
+  const tool = rt.kernel.tools.get(step.tool);
+  return rt.kernel.singleFlight(ctx.tenant, step.key, async (): Promise<Found> => {
+    for (let tries = 0; tries < 100; tries++) {
+      const record = await rt.kernel.calls.get(ctx.tenant, step.key);
       if (!record) {
         // Never claimed. Claim it and fail it, so a driver still about to claim it finds it failed and never runs it.
-        const claim = await rt.ledger.claim({
+        const claim = await rt.kernel.calls.claim({
           tenant: ctx.tenant, key: step.key, tool: step.tool, effect: step.effect, task: ctx.task, toolUseId: step.key,
-          fingerprint: step.fingerprint, input: step.input, inputRedacted: step.inputRedacted, owner: rt.owner, leaseMs: rt.leaseMs,
+          fingerprint: step.fingerprint, input: step.input, inputRedacted: step.inputRedacted, owner: rt.kernel.owner, leaseMs: rt.kernel.leaseMs,
         });
         if (!claim.claimed) continue;
-        const closed = await rt.ledger.update(ctx.tenant, step.key, claim.record.version, {
-          state: "failed", owner: null, error: `EG_SAGA_CLOSED: not executed: saga ${ctx.id} was being compensated before this step started`,
+        const closed = await rt.kernel.calls.update(ctx.tenant, step.key, claim.record.version, {
+          state: "failed", owner: null, error: errorMessage("EG_SAGA_CLOSED", `not executed: saga ${ctx.id} was being compensated before this step started`),
         });
         if (!closed) continue;
         return { kind: "absent", why: "its call had not started, and now never will" };
@@ -658,53 +670,47 @@ async function settleForward(ctx: SagaContext, step: SagaStepRecord): Promise<Fo
         case "uncertain":
           break;
       }
-      if (!isStaleHolder(rt, record, await rt.ledger.now())) {
-        if (Date.now() >= deadline) return { kind: "later", why: `its call is held by a live worker (${record.owner ?? "unknown"})` };
-        await sleep(pause);
-        continue;
-      }
+      const waited = await rt.kernel.waitForHolder(record);
+      if (waited.kind === "live") return { kind: "later", why: `its call is held by a live worker (${waited.record.owner ?? "unknown"})` };
+      if (waited.kind !== "stale") continue;
       if (!tool) return { kind: "later", why: `this gate has no tool named ${step.tool} to probe its call` };
-      const found = await probeHeld(ctx, step, tool, record);
+      const found = await probeHeld(ctx, step, tool, waited.record);
       if (found) return found;
     }
+    return { kind: "later", why: `the call of step ${step.name} kept changing under this compensation pass` };
   });
 }
 
-/** Takes over a stale call and asks its probe; undefined when another worker moved it first. */
+/**
+ * Takes over a stale call and asks its probe, never re-running it: a saga being compensated must
+ * not gain a new effect. Undefined when another worker moved it first.
+ */
 async function probeHeld(ctx: SagaContext, step: SagaStepRecord, tool: AnyTool, record: CallRecord): Promise<Found | undefined> {
-  const { rt } = ctx;
-  const now = await rt.ledger.now();
-  const leaseRanOut = record.owner === null || record.leaseExpiresAt === null || record.leaseExpiresAt <= now;
-  const held = await rt.ledger.takeOver({
-    tenant: ctx.tenant, key: step.key, version: record.version, owner: rt.owner, leaseMs: rt.leaseMs, holderIsDead: !leaseRanOut,
-  });
-  if (!held) return undefined;
-  if (!tool.probe) {
-    const parked = await sendToHuman(rt, held,
-      `the call was interrupted before its outcome was recorded and ${tool.name} has no probe; saga ${ctx.id} is being compensated, so it was not re-run`);
-    return { kind: "human", why: parked.error ?? "interrupted, no probe" };
-  }
   const parsed = step.inputRedacted ? undefined : await validate(tool.input, step.input);
   const call: Call = {
     tool, input: parsed?.ok ? parsed.value : undefined, hasInput: parsed?.ok === true, scope: ctx.scope, toolUseId: step.key,
   };
-  const verdict = await probeUntilKnown(call, held, rt.policyFor(tool).probe);
-  if (verdict.kind === "done") {
-    const result = toJson(verdict.result);
-    const done = await rt.ledger.update(ctx.tenant, step.key, held.version, { state: "completed", result, owner: null, error: null });
-    return done ? { kind: "happened", result } : undefined;
+  const resolved = await ctx.rt.kernel.resolveStale(call, record, {
+    probeRounds: ctx.rt.kernel.policyFor(tool).probe.attempts,
+    onAbsent: { fail: errorMessage("EG_SAGA_CLOSED", `not re-run: its probe found no effect while saga ${ctx.id} was being compensated`) },
+    noProbeReason: `the call was interrupted before its outcome was recorded and ${tool.name} has no probe; saga ${ctx.id} is being compensated, so it was not re-run`,
+  });
+  switch (resolved.resolution) {
+    case "probed_done":
+      return { kind: "happened", result: resolved.record?.result ?? null };
+    case "absent_failed":
+      return { kind: "absent", why: "its probe found no effect; it was not re-run" };
+    case "needs_human":
+      return { kind: "human", why: resolved.record?.error ?? "interrupted, no probe" };
+    case "probed_unknown":
+    case "deferred":
+      return { kind: "later", why: `its outcome is not known yet (${resolved.record?.error ?? "no answer"})` };
+    case "reexecuted":
+      // Only a read tool re-runs here, and reads are never steps that are settled this way.
+      return { kind: "later", why: "its call was run again" };
+    case "moved":
+      return undefined;
   }
-  if (verdict.kind === "absent") {
-    let current: CallRecord | undefined = held;
-    if (current.state === "uncertain") current = await rt.ledger.update(ctx.tenant, step.key, current.version, { state: "in_progress", owner: rt.owner, leaseMs: rt.leaseMs });
-    const failed = current && await rt.ledger.update(ctx.tenant, step.key, current.version, {
-      state: "failed", owner: null, error: `EG_SAGA_CLOSED: not re-run: its probe found no effect while saga ${ctx.id} was being compensated`,
-    });
-    return failed ? { kind: "absent", why: "its probe found no effect; it was not re-run" } : undefined;
-  }
-  const parkState: CallState = held.state;
-  await rt.ledger.update(ctx.tenant, step.key, held.version, { state: parkState, owner: null, error: verdict.reason });
-  return { kind: "later", why: `its outcome is not known yet (${verdict.reason})` };
 }
 
 // ---- compensation hooks as gated calls ------------------------------------------------------

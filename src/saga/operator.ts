@@ -5,7 +5,7 @@
  */
 import { EffectgateError } from "../core/errors.js";
 import { canTransition } from "../core/states.js";
-import type { Ledger } from "../contracts/calls.js";
+import type { Stores } from "../contracts/stores.js";
 import type { SagaLog, SagaRecord } from "../contracts/sagas.js";
 import type { SagaStatus } from "./types.js";
 
@@ -21,12 +21,12 @@ export interface SagaResolution {
   readonly by?: string;
 }
 
-function logOf(ledger: Ledger): SagaLog {
+function logOf(ledger: Stores): SagaLog {
   if (!ledger.sagas) throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${ledger.location} keeps no saga log`);
   return ledger.sagas;
 }
 
-async function mustGet(log: SagaLog, ledger: Ledger, tenant: string, id: string): Promise<SagaRecord> {
+async function mustGet(log: SagaLog, ledger: Stores, tenant: string, id: string): Promise<SagaRecord> {
   const saga = await log.get(tenant, id);
   if (!saga) throw new EffectgateError("EG_INVALID_INPUT", `there is no saga ${JSON.stringify(id)} in tenant ${JSON.stringify(tenant)} of ${ledger.location}`);
   return saga;
@@ -39,7 +39,7 @@ const statusOf = async (log: SagaLog, saga: SagaRecord): Promise<SagaStatus> => 
  * `gate.recover()` of a process that has its tools rolls it back (a live driver's next step is
  * refused). A saga already compensating is left as it is. Anything else is refused by state.
  */
-export async function requestSagaCompensation(ledger: Ledger, tenant: string, id: string, note: string, by = "operator"): Promise<SagaStatus> {
+export async function requestSagaCompensation(ledger: Stores, tenant: string, id: string, note: string, by = "operator"): Promise<SagaStatus> {
   const log = logOf(ledger);
   let saga = await mustGet(log, ledger, tenant, id);
   for (let tries = 0; tries < 20; tries++) {
@@ -58,7 +58,7 @@ export async function requestSagaCompensation(ledger: Ledger, tenant: string, id
 }
 
 /** Settles a `compensation_failed` saga: records the person's note and moves it to `resolved`. */
-export async function resolveSaga(ledger: Ledger, tenant: string, id: string, resolution: SagaResolution): Promise<SagaStatus> {
+export async function resolveSaga(ledger: Stores, tenant: string, id: string, resolution: SagaResolution): Promise<SagaStatus> {
   const log = logOf(ledger);
   if (typeof resolution.note !== "string" || resolution.note.trim() === "") throw new EffectgateError("EG_INVALID_INPUT", "a resolution needs a note saying what was found or done");
   if (resolution.outcome !== "undone" && resolution.outcome !== "kept") throw new EffectgateError("EG_INVALID_INPUT", `outcome must be "undone" or "kept"`);
@@ -77,9 +77,9 @@ export async function resolveSaga(ledger: Ledger, tenant: string, id: string, re
       }
       // The forward call's record says so too (a call whose outcome was unknown stays needs_human: settle it in the ledger).
       for (let tries = 0; tries < 20; tries++) {
-        const record = await ledger.get(tenant, step.key);
+        const record = await ledger.calls.get(tenant, step.key);
         if (!record || record.state !== "compensation_failed" || !canTransition(record.state, "compensated")) break;
-        if (await ledger.update(tenant, step.key, record.version, { state: "compensated", error: `undone by hand (${by}): ${resolution.note}` })) break;
+        if (await ledger.calls.update(tenant, step.key, record.version, { state: "compensated", error: `undone by hand (${by}): ${resolution.note}` })) break;
       }
     }
   }

@@ -14,13 +14,13 @@
  * - Anything held by a live driver is left alone.
  */
 import { messageOf } from "../core/errors.js";
-import type { Runtime } from "../gate/runtime.js";
+import type { SagaRuntime } from "./engine.js";
 import type { SagaRecord } from "../contracts/sagas.js";
 import { compensateSaga, driverGone, isSagaBusy, requestCompensation, sagaFlight, type SagaContext } from "./engine.js";
 import type { SagaRecoverySummary } from "./types.js";
 
-export async function recoverSagas(rt: Runtime, options: { limit?: number } = {}): Promise<SagaRecoverySummary> {
-  const log = rt.ledger.sagas;
+export async function recoverSagas(rt: SagaRuntime, options: { limit?: number } = {}): Promise<SagaRecoverySummary> {
+  const log = rt.log;
   const counts = { compensated: 0, compensationFailed: 0, stalled: 0, leftForLater: 0 };
   const notes: { tenant: string; id: string; note: string }[] = [];
   if (!log) return { examined: 0, ...counts, notes };
@@ -34,7 +34,7 @@ export async function recoverSagas(rt: Runtime, options: { limit?: number } = {}
       note(saga, "this gate is working on it right now");
       continue;
     }
-    if (!driverGone(rt, saga, await rt.ledger.now())) {
+    if (!driverGone(rt, saga, await rt.kernel.calls.now())) {
       note(saga, `driven by a live worker (${saga.owner ?? "unknown"})`);
       continue;
     }
@@ -59,7 +59,7 @@ export async function recoverSagas(rt: Runtime, options: { limit?: number } = {}
           continue;
         }
         counts.stalled++;
-        rt.alert({
+        rt.kernel.alert({
           code: "needs_human",
           message: `saga ${saga.id} stalled: its driver ${saga.owner ?? "(none)"} died mid-way. Resume it by running its code again, or: effectgate saga compensate ${saga.id} --tenant ${saga.tenant}`,
           tenant: saga.tenant, key: `saga:${saga.id}`, tool: "saga",

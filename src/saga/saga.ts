@@ -12,10 +12,10 @@
  * What happens on failure, after a crash, and to non-compensable steps: docs/sagas.md and
  * the `Saga` interface (types.ts).
  */
-import { ERROR_CODES, EffectgateError, type ErrorCode } from "../core/errors.js";
+import { EffectgateError } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
 import type { AnyTool, Tool } from "../core/tool.js";
-import type { Runtime } from "../gate/runtime.js";
+import type { SagaRuntime } from "./engine.js";
 import type { SagaRecord } from "../contracts/sagas.js";
 import {
   compensateSaga, holdRunning, openSaga, requestCompensation, runStep, sagaFlight, sagaLogOf, type SagaContext, type StepOutcome,
@@ -24,7 +24,7 @@ import { SagaError } from "./errors.js";
 import { checkName, stepKey } from "./keys.js";
 import type { Saga, SagaOptions, SagaStatus, StepOptions } from "./types.js";
 
-export function createSaga(rt: Runtime, id: string, scope: Scope, options: SagaOptions): Saga {
+export function createSaga(rt: SagaRuntime, id: string, scope: Scope, options: SagaOptions): Saga {
   const bad = checkName("saga id", id);
   if (bad) throw new EffectgateError("EG_INVALID_INPUT", `gate.saga(): ${bad}`);
   const log = sagaLogOf(rt);
@@ -42,8 +42,8 @@ export function createSaga(rt: Runtime, id: string, scope: Scope, options: SagaO
     // for minutes), so another host's recovery never takes a live saga for abandoned. It stops when
     // the saga is no longer ours (stalled, rolled back by an operator), ends, or the gate closes.
     heartbeat = setInterval(() => {
-      log.renewLease(ctx.tenant, id, rt.owner, rt.leaseMs).then((ours) => ours || stopHeartbeat(), () => undefined);
-    }, Math.max(10, Math.floor(rt.leaseMs / 3)));
+      log.renewLease(ctx.tenant, id, rt.kernel.owner, rt.kernel.leaseMs).then((ours) => ours || stopHeartbeat(), () => undefined);
+    }, Math.max(10, Math.floor(rt.kernel.leaseMs / 3)));
     heartbeat.unref();
     heartbeats(rt).add(stopHeartbeat);
   };
@@ -56,7 +56,7 @@ export function createSaga(rt: Runtime, id: string, scope: Scope, options: SagaO
   const statusOf = async (saga: SagaRecord): Promise<SagaStatus> => ({ ...saga, steps: await log.steps(ctx.tenant, id) });
   const current = async (): Promise<SagaRecord> => {
     const saga = await log.get(ctx.tenant, id);
-    if (!saga) throw new EffectgateError("EG_LEDGER_CORRUPT", `saga ${ctx.tenant}/${id} vanished from ${rt.ledger.location}`);
+    if (!saga) throw new EffectgateError("EG_LEDGER_CORRUPT", `saga ${ctx.tenant}/${id} vanished from ${rt.location}`);
     return saga;
   };
 
@@ -75,7 +75,7 @@ export function createSaga(rt: Runtime, id: string, scope: Scope, options: SagaO
       case "pending":
         throw new EffectgateError("EG_IN_PROGRESS", `saga ${id} step ${name}: ${outcome.message.replace(/^EG_IN_PROGRESS: /, "")}`);
       case "rejected":
-        throw new EffectgateError(isCode(outcome.code) ? outcome.code : "EG_TOOL_FAILED", `saga ${id} step ${name}: ${outcome.message}`);
+        throw new EffectgateError(outcome.code, `saga ${id} step ${name}: ${outcome.message}`);
     }
   }
 
@@ -90,7 +90,7 @@ export function createSaga(rt: Runtime, id: string, scope: Scope, options: SagaO
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     async step(name: string, tool: string | Tool<any, any>, input: unknown, stepOptions: StepOptions<any, any> = {}): Promise<any> {
       const toolName = typeof tool === "string" ? tool : tool.name;
-      const registered = rt.tools.get(toolName);
+      const registered = rt.kernel.tools.get(toolName);
       if (!registered) {
         throw new EffectgateError("EG_UNKNOWN_TOOL", `saga ${id} step ${name}: there is no tool named ${JSON.stringify(toolName)} in this gate; nothing was executed`);
       }
@@ -152,15 +152,15 @@ export function createSaga(rt: Runtime, id: string, scope: Scope, options: SagaO
   return saga;
 }
 
-const running = new WeakMap<Runtime, Set<() => void>>();
-const heartbeats = (rt: Runtime): Set<() => void> => {
+const running = new WeakMap<SagaRuntime, Set<() => void>>();
+const heartbeats = (rt: SagaRuntime): Set<() => void> => {
   let set = running.get(rt);
   if (!set) running.set(rt, (set = new Set()));
   return set;
 };
 
 /** Stops the lease heartbeats of this gate's saga handles (the gate is closing: its ledger must not be reopened by them). */
-export function stopSagaHeartbeats(rt: Runtime): void {
+export function stopSagaHeartbeats(rt: SagaRuntime): void {
   for (const stop of [...heartbeats(rt)]) stop();
 }
 
@@ -176,8 +176,4 @@ export function ending(saga: SagaRecord): string {
     default:
       return `Saga ${saga.id} is ${saga.state}.`;
   }
-}
-
-function isCode(code: string): code is ErrorCode {
-  return Object.hasOwn(ERROR_CODES, code);
 }

@@ -1,5 +1,7 @@
 /** The saga API's public types (docs/sagas.md). */
-import type { EffectClass, Json, Tool } from "../core/tool.js";
+import type { Tool } from "../core/tool.js";
+import type { EffectClass } from "../core/effect-class.js";
+import type { Json } from "../core/json.js";
 import type { Scope } from "../core/keys.js";
 import type { StandardSchemaV1 } from "../core/standard-schema.js";
 import type { OnAbandon, SagaEvent, SagaRecord, SagaStepRecord } from "../contracts/sagas.js";

@@ -20,8 +20,9 @@ import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import { canonicalJson, sha256Hex } from "../core/keys.js";
 import { isEffectgateError } from "../core/errors.js";
-import type { Json } from "../core/tool.js";
-import type { CallRecord, Ledger } from "../contracts/calls.js";
+import type { Json } from "../core/json.js";
+import type { CallRecord } from "../contracts/calls.js";
+import type { Stores } from "../contracts/stores.js";
 
 /** 24 hours: how long a key is remembered, as Stripe does. */
 export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000;
@@ -65,7 +66,7 @@ export interface IdempotencyErrorContext {
  */
 export interface IdempotencyOptions<Req> {
   /** Where keys and stored responses live: any effectgate ledger (memory, SQLite, PostgreSQL). */
-  readonly ledger: Ledger;
+  readonly ledger: Stores;
   /** How long a key is remembered (default 24 h). An expired key is removed and then acts as new. */
   readonly ttlMs?: number;
   /** The request header carrying the key (default "Idempotency-Key"). */
@@ -90,7 +91,7 @@ export interface IdempotencyOptions<Req> {
    * 408 and 429; a response that is not stored releases the key, so a retry runs the handler again.
    */
   readonly storeResponse?: (status: number) => boolean;
-  /** The clock keys expire by (epoch ms). Default: the ledger's own clock (`ledger.now()`). */
+  /** The clock keys expire by (epoch ms). Default: the ledger's own clock (`ledger.calls.now()`). */
   readonly now?: () => number;
   /** Told about failures the client does not see (a ledger write that failed after the handler ran). */
   readonly onError?: (error: unknown, context: IdempotencyErrorContext) => void;
@@ -204,7 +205,7 @@ export function createIdempotencyCore<Req>(
       // A failing error hook must not break the request.
     }
   };
-  const now = async (): Promise<number> => (options.now ? options.now() : ledger.now());
+  const now = async (): Promise<number> => (options.now ? options.now() : ledger.calls.now());
 
   function checkKey(req: Req, method: string, values: readonly string[] | undefined): KeyCheck {
     const mustHave = isRequired(req, method);
@@ -233,7 +234,7 @@ export function createIdempotencyCore<Req>(
     claim.timer = setInterval(() => {
       if (renewing || claim.settled) return;
       renewing = true;
-      ledger.renewLease(claim.tenant, claim.key, claim.version, claim.owner, leaseMs).then(
+      ledger.calls.renewLease(claim.tenant, claim.key, claim.version, claim.owner, leaseMs).then(
         (held) => {
           renewing = false;
           if (!held && !claim.settled) {
@@ -264,7 +265,7 @@ export function createIdempotencyCore<Req>(
     const context = { phase: "claim", tenant: request.tenant, key: request.key } as const;
     try {
       for (let round = 0; round < MAX_BEGIN_ROUNDS; round++) {
-        const claimed = await ledger.claim({
+        const claimed = await ledger.calls.claim({
           tenant: request.tenant, key: request.key, tool: `http:${request.method} ${request.pathname}`, effect: "write",
           task: "http", toolUseId: request.key, fingerprint, input: { ...input }, inputRedacted: true, owner, leaseMs,
         });
@@ -273,7 +274,7 @@ export function createIdempotencyCore<Req>(
 
         if (record.state !== "in_progress" && record.createdAt + ttlMs <= (await now())) {
           // Expired: remove it (compare-and-set, so a concurrent twin removes it at most once) and claim afresh.
-          await ledger.remove(record.tenant, record.key, record.version);
+          await ledger.calls.remove(record.tenant, record.key, record.version);
           continue;
         }
         if (record.fingerprint !== fingerprint) return { kind: "respond", response: mismatch(record, input) };
@@ -288,8 +289,8 @@ export function createIdempotencyCore<Req>(
           }
           case "in_progress": {
             // The holder's lease ran out (its process died, or it lost its client and gave up): take the key over.
-            const expired = record.owner === null || record.leaseExpiresAt === null || record.leaseExpiresAt <= (await ledger.now());
-            const taken = expired ? await ledger.takeOver({ tenant: record.tenant, key: record.key, version: record.version, owner, leaseMs }) : undefined;
+            const expired = record.owner === null || record.leaseExpiresAt === null || record.leaseExpiresAt <= (await ledger.calls.now());
+            const taken = expired ? await ledger.calls.takeOver({ tenant: record.tenant, key: record.key, version: record.version, owner, leaseMs }) : undefined;
             if (taken) return { kind: "run", claim: hold(taken, owner) };
             return respond(409, "idempotency_key_in_use",
               `A request with this ${header} is still being processed. Retry later with the same key to get its response.`, {}, true);
@@ -318,7 +319,7 @@ export function createIdempotencyCore<Req>(
     claim.settled = true;
     stopRenewing(claim);
     try {
-      const stored = await ledger.update(claim.tenant, claim.key, claim.version, { state: "completed", result: encodeResponse(response), owner: null });
+      const stored = await ledger.calls.update(claim.tenant, claim.key, claim.version, { state: "completed", result: encodeResponse(response), owner: null });
       if (stored) return true;
       report(new Error(`the response of key ${claim.key} was not stored: the claim was taken over meanwhile`), { phase: "store", tenant: claim.tenant, key: claim.key });
     } catch (err) {
@@ -332,7 +333,7 @@ export function createIdempotencyCore<Req>(
     claim.settled = true;
     stopRenewing(claim);
     try {
-      await ledger.remove(claim.tenant, claim.key, claim.version);
+      await ledger.calls.remove(claim.tenant, claim.key, claim.version);
     } catch (err) {
       report(err, { phase: "release", tenant: claim.tenant, key: claim.key });
     }

@@ -26,11 +26,13 @@ import { readBodyLimited } from "./body.js";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isEffectgateError } from "../core/errors.js";
-import type { Json, Tool } from "../core/tool.js";
-import type { Ledger } from "../contracts/calls.js";
+import type { Tool } from "../core/tool.js";
+import type { Json } from "../core/json.js";
+import type { Stores } from "../contracts/stores.js";
 import type { Comparison } from "../reconcile/compare.js";
 import { applyReceipt } from "../reconcile/receipt.js";
-import type { DownstreamRecord, ReceiptInput } from "../contracts/findings.js";
+import type { ReceiptInput } from "../contracts/findings.js";
+import type { DownstreamRecord } from "../core/hooks.js";
 
 export const DEFAULT_SIGNATURE_HEADER = "Effectgate-Signature";
 /** Five minutes, as Stripe's libraries default to. */
@@ -39,7 +41,7 @@ export const DEFAULT_RECEIPT_MAX_BODY_BYTES = 256 * 1024;
 
 export interface ReceiptEndpointOptions {
   /** The ledger whose records receipts confirm; its reconcile store keeps receipts and findings. */
-  readonly ledger: Ledger;
+  readonly ledger: Stores;
   /** The shared secret, or several while one is being rotated. Required, never empty. */
   readonly secret: string | readonly string[];
   /** Largest accepted distance, in seconds, between the signature's timestamp and now (default 300). */

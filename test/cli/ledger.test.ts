@@ -4,7 +4,9 @@ import Database from "better-sqlite3";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { DEFAULT_LEDGER_PATH as CLI_DEFAULT_LEDGER_PATH } from "../../src/cli/defaults.js";
-import { CALL_STATES, createGate, DEFAULT_LEDGER_PATH, defineTool, sqliteLedger, type AnyTool, type CallRecord } from "../../src/index.js";
+import { createGate, DEFAULT_LEDGER_PATH, defineTool, type AnyTool } from "../../src/index.js";
+import { CALL_STATES, type CallRecord } from "../../src/operator.js";
+import { sqliteLedger } from "../../src/sqlite.js";
 import { tempDir } from "../support/tmp.js";
 import { runCli } from "./run-cli.js";
 
@@ -40,7 +42,7 @@ beforeAll(async () => {
   await gate.runToolUses([use("toolu_shared", "send_note", { text: "for acme" })], { tenant: "acme", task: "t2" });
   await gate.runToolUses([use("toolu_shared", "send_note", { text: "for globex" }), use("toolu_charge_2", "charge", { amount: 20 })], { tenant: "globex", task: "t3" });
   // A call a worker on another host is still holding.
-  await ledger.claim({
+  await ledger.calls.claim({
     tenant: "globex", key: "toolu_running", tool: "charge", effect: "destructive", task: "t4", toolUseId: "toolu_running",
     fingerprint: "f".repeat(64), input: { amount: 1 }, inputRedacted: false, owner: "worker-7/4242/beef", leaseMs: 600_000,
   });

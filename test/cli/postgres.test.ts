@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGate } from "../../src/root/create-gate.js";
 import { defineTool } from "../../src/core/tool.js";
-import { postgresLedger } from "../../src/stores/postgres/calls.js";
+import { postgresLedger } from "../../src/stores/postgres/index.js";
 import { usePostgres } from "../support/pg.js";
 import { runCli } from "./run-cli.js";
 

@@ -13,11 +13,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startTicketService, type Ticket, type TicketService } from "../../src/demo/ticket-service.js";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import type { CallRecord } from "../../src/contracts/calls.js";
 import type { ToolResultBlock } from "../../src/core/blocks.js";
-import type { RecoverySummary } from "../../src/gate/recover.js";
-import type { GateStats } from "../../src/gate/runtime.js";
+import type { RecoverySummary } from "../../src/root/create-gate.js";
+import type { GateStats } from "../../src/gate/alerts.js";
 import type { FaultPoint } from "../../src/gate/faults.js";
 import { FAULT_POINTS } from "../../src/testing.js";
 import { requireBuild, runFixture, type FixtureExit } from "../support/processes.js";
@@ -71,7 +71,7 @@ function outcomeOf(exit: Exit): Outcome {
 async function readRecord(file: string, key: string): Promise<CallRecord | undefined> {
   const ledger = sqliteLedger(file, { create: false });
   try {
-    return await ledger.get(scope.tenant, key);
+    return await ledger.calls.get(scope.tenant, key);
   } finally {
     await ledger.close();
   }

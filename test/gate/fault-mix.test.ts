@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createGate } from "../../src/root/create-gate.js";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { startPaymentService, type PaymentService } from "../../src/demo/payment-service.js";
 import { chargeCardTool } from "../../src/demo/payment-tool.js";
 import { seededRandom } from "../../src/demo/random.js";
@@ -49,7 +49,7 @@ describe("1,000 seeded calls under mixed faults", () => {
     const applied = new Map<string, number>();
     for (const c of service.charges) applied.set(c.key, (applied.get(c.key) ?? 0) + 1);
     const doubled = [...applied.entries()].filter(([, n]) => n > 1);
-    const records = await ledger.list({ tenant: "acme", limit: CALLS + 1 });
+    const records = await ledger.calls.list({ tenant: "acme", limit: CALLS + 1 });
     const states = new Map<string, number>();
     for (const r of records) states.set(r.state, (states.get(r.state) ?? 0) + 1);
 

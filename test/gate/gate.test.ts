@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGate } from "../../src/root/create-gate.js";
 import { defineTool } from "../../src/core/tool.js";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
-import type { Alert } from "../../src/gate/runtime.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import type { Alert } from "../../src/gate/alerts.js";
 import { chargeTool, counter, toolUse } from "../support/tools.js";
 
 const scope = { tenant: "acme", task: "refund-42" };
@@ -56,12 +56,12 @@ describe("runToolUses", () => {
     const ledger = memoryLedger();
     const gate = createGate({ tools: [chargeTool(c)], ledger });
     await gate.runToolUses([toolUse("toolu_a", "charge_card", { customer: "cus_1", amount: 10 })], scope);
-    const before = await ledger.get("acme", "toolu_a");
+    const before = await ledger.calls.get("acme", "toolu_a");
     const [result] = await gate.runToolUses([toolUse("toolu_a", "charge_card", { customer: "cus_1", amount: 9999 })], scope);
     expect(result).toMatchObject({ tool_use_id: "toolu_a", is_error: true });
     expect(result!.content).toMatch(/^EG_KEY_MISMATCH: idempotency key toolu_a was first used by a charge_card call with different input/);
     expect(c.total).toBe(1);
-    expect(await ledger.get("acme", "toolu_a")).toEqual(before);
+    expect(await ledger.calls.get("acme", "toolu_a")).toEqual(before);
   });
 
   it("key order in the input does not make a mismatch (canonical JSON)", async () => {
@@ -86,7 +86,7 @@ describe("runToolUses", () => {
     const gate = createGate({ tools: [tool], ledger });
     const [first] = await gate.runToolUses([toolUse("toolu_t", "create_ticket", { title: "x" })], scope);
     expect(first).toEqual({ type: "tool_result", tool_use_id: "toolu_t", is_error: true, content: "EG_TOOL_FAILED: create_ticket failed: ticketing said 503" });
-    expect(await ledger.get("acme", "toolu_t")).toMatchObject({ state: "failed", error: first!.content, owner: null });
+    expect(await ledger.calls.get("acme", "toolu_t")).toMatchObject({ state: "failed", error: first!.content, owner: null });
     const [again] = await gate.runToolUses([toolUse("toolu_t", "create_ticket", { title: "x" })], scope);
     expect(again).toEqual(first);
     expect(runs).toBe(1);
@@ -163,7 +163,7 @@ describe("runToolUses", () => {
     });
     const gate = createGate({ tools: [tool], ledger });
     await gate.runToolUses([toolUse("toolu_p", "pay", { card: { number: "4242424242424242", exp: "12/30" }, amount: 3 })], scope);
-    const record = await ledger.get("acme", "toolu_p");
+    const record = await ledger.calls.get("acme", "toolu_p");
     expect(record).toMatchObject({ input: { card: { number: "[redacted]", exp: "12/30" }, amount: 3 }, inputRedacted: true });
     expect(JSON.stringify(record)).not.toContain("4242424242424242");
     const [mismatch] = await gate.runToolUses([toolUse("toolu_p", "pay", { card: { number: "5555555555554444", exp: "12/30" }, amount: 3 })], scope);
@@ -178,7 +178,7 @@ describe("runToolUses", () => {
     const content = [toolUse("toolu_r", "lookup_customer", { id: "c1" })];
     expect((await gate.runToolUses(content, scope))[0]!.content).toBe('{"id":"c1","n":1}');
     expect((await gate.runToolUses(content, scope))[0]!.content).toBe('{"id":"c1","n":2}');
-    expect(await ledger.list()).toEqual([]);
+    expect(await ledger.calls.list()).toEqual([]);
   });
 
   it("string results are returned as they are, other values as JSON, undefined as null", async () => {
@@ -206,7 +206,7 @@ describe("bad input gets a clear error and executes nothing", () => {
     expect(r).toMatchObject({ tool_use_id: "toolu_u", is_error: true });
     expect(r!.content).toBe('EG_UNKNOWN_TOOL: there is no tool named "refund_everything". Available tools: charge_card. Nothing was executed.');
     expect(c.total).toBe(0);
-    expect(await ledger.list()).toEqual([]);
+    expect(await ledger.calls.list()).toEqual([]);
   });
 
   it("schema violation names the field", async () => {
@@ -215,7 +215,7 @@ describe("bad input gets a clear error and executes nothing", () => {
     expect(r!.is_error).toBe(true);
     expect(r!.content).toMatch(/^EG_INVALID_INPUT: the input for charge_card does not match its schema: amount: .*Nothing was executed/);
     expect(c.total).toBe(0);
-    expect(await ledger.list()).toEqual([]);
+    expect(await ledger.calls.list()).toEqual([]);
   });
 
   it("malformed blocks: missing id, missing name, non-object input", async () => {
@@ -231,7 +231,7 @@ describe("bad input gets a clear error and executes nothing", () => {
     expect(results[1]!.content).toMatch(/^EG_MALFORMED_BLOCK: tool_use block 1 \(toolu_n\) has no tool name/);
     expect(results[2]!.content).toMatch(/^EG_MALFORMED_BLOCK: tool_use block 2 \(toolu_i\) input must be a JSON object, got string/);
     expect(c.total).toBe(1);
-    expect((await ledger.list()).map((r) => r.key)).toEqual(["toolu_ok"]);
+    expect((await ledger.calls.list()).map((r) => r.key)).toEqual(["toolu_ok"]);
   });
 
   it("content that is not an array, or a missing scope, throws a usage error", async () => {
@@ -265,7 +265,7 @@ describe("recording failures", () => {
     const inner = memoryLedger();
     let failUpdates = true;
     // A ledger whose outcome writes fail, as a full disk or a dropped connection would make them.
-    const ledger = { ...inner, update: (...args: Parameters<typeof inner.update>) => (failUpdates ? Promise.reject(new Error("disk I/O error")) : inner.update(...args)) };
+    const ledger = { ...inner, calls: { ...inner.calls, update: (...args: Parameters<typeof inner.calls.update>) => (failUpdates ? Promise.reject(new Error("disk I/O error")) : inner.calls.update(...args)) } };
     const alerts: Alert[] = [];
     const c = counter();
     const gate = createGate({ tools: [chargeTool(c, { probe: () => ({ status: "done", result: { chargeId: "ch_1", probed: true } }) })], ledger, onAlert: (a) => alerts.push(a) });
@@ -277,18 +277,18 @@ describe("recording failures", () => {
     expect(alerts[0]).toMatchObject({ code: "record_failed", tenant: "acme", key: "toolu_a", tool: "charge_card" });
     expect(alerts[0]!.message).toMatch(/completed but its result could not be recorded: disk I\/O error/);
     expect(gate.stats.alerts).toBe(1);
-    expect((await inner.get("acme", "toolu_a"))?.state).toBe("in_progress");
+    expect((await inner.calls.get("acme", "toolu_a"))?.state).toBe("in_progress");
     // Once the ledger works again, a replay settles the call through the probe, not a second charge.
     failUpdates = false;
     const [again] = await gate.runToolUses(content, scope);
     expect(c.total).toBe(1);
     expect(JSON.parse(again!.content)).toEqual({ chargeId: "ch_1", probed: true });
-    expect((await inner.get("acme", "toolu_a"))?.state).toBe("completed");
+    expect((await inner.calls.get("acme", "toolu_a"))?.state).toBe("completed");
   });
 
   it("a ledger that cannot take the claim means nothing executes", async () => {
     const inner = memoryLedger();
-    const ledger = { ...inner, claim: () => Promise.reject(new Error("connection refused")) };
+    const ledger = { ...inner, calls: { ...inner.calls, claim: () => Promise.reject(new Error("connection refused")) } };
     const c = counter();
     const gate = createGate({ tools: [chargeTool(c)], ledger });
     const [r] = await gate.runToolUses([toolUse("toolu_a", "charge_card", { customer: "cus_1", amount: 10 })], scope);

@@ -1,18 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGate } from "../../src/root/create-gate.js";
-import { defineTool, type ProbeResult } from "../../src/core/tool.js";
+import { defineTool } from "../../src/core/tool.js";
+import { type ProbeResult } from "../../src/core/hooks.js";
 import { fingerprint } from "../../src/core/keys.js";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
-import type { Ledger } from "../../src/contracts/calls.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import type { Stores } from "../../src/contracts/stores.js";
 import { toolUse } from "../support/tools.js";
 
 const scope = { tenant: "acme", task: "t1" };
 const input = { to: "ops@example.com" };
 
 /** A claim left behind by a worker on another machine whose lease has run out. */
-async function abandoned(ledger: Ledger, key: string, tool = "notify", leaseMs = -1) {
-  await ledger.claim({
+async function abandoned(ledger: Stores, key: string, tool = "notify", leaseMs = -1) {
+  await ledger.calls.claim({
     tenant: "acme", key, tool, effect: tool === "lookup" ? "read" : "write", task: "t1", toolUseId: key,
     fingerprint: fingerprint(tool, input), input, inputRedacted: false, owner: "other-host/4242/dead", leaseMs,
   });
@@ -38,7 +39,7 @@ describe("gate.recover()", () => {
     const summary = await gate.recover();
     expect(summary).toMatchObject({ examined: 1, completed: 1, reexecuted: 0, needsHuman: 0, leftForLater: 0 });
     expect(runs).toEqual([]);
-    expect(await ledger.get("acme", "k1")).toMatchObject({ state: "completed", result: { sent: "k1", via: "probe" }, owner: null });
+    expect(await ledger.calls.get("acme", "k1")).toMatchObject({ state: "completed", result: { sent: "k1", via: "probe" }, owner: null });
   });
 
   it("probe absent → re-executed once with the same key, attempt counted", async () => {
@@ -49,7 +50,7 @@ describe("gate.recover()", () => {
     const summary = await gate.recover();
     expect(summary).toMatchObject({ examined: 1, reexecuted: 1 });
     expect(runs).toEqual(["k1#2"]);
-    expect(await ledger.get("acme", "k1")).toMatchObject({ state: "completed", attempts: 2, result: { sent: "k1", attempt: 2 } });
+    expect(await ledger.calls.get("acme", "k1")).toMatchObject({ state: "completed", attempts: 2, result: { sent: "k1", attempt: 2 } });
   });
 
   it("probe running → left uncertain for later, nothing run", async () => {
@@ -61,7 +62,7 @@ describe("gate.recover()", () => {
     expect(summary).toMatchObject({ examined: 1, leftForLater: 1 });
     expect(summary.notes[0]).toMatchObject({ key: "k1", note: "left uncertain: the probe still says the downstream is working on it (asked 1 time)" });
     expect(runs).toEqual([]);
-    expect(await ledger.get("acme", "k1")).toMatchObject({ state: "uncertain", owner: null });
+    expect(await ledger.calls.get("acme", "k1")).toMatchObject({ state: "uncertain", owner: null });
   });
 
   it("no probe → needs_human, never a blind re-run; a replay then says a person was asked", async () => {
@@ -71,7 +72,7 @@ describe("gate.recover()", () => {
     const gate = createGate({ tools: [notifyTool(runs)], ledger });
     expect(await gate.recover()).toMatchObject({ examined: 1, needsHuman: 1 });
     expect(runs).toEqual([]);
-    expect((await ledger.get("acme", "k1"))?.state).toBe("needs_human");
+    expect((await ledger.calls.get("acme", "k1"))?.state).toBe("needs_human");
     const [r] = await gate.runToolUses([toolUse("k1", "notify", input)], scope);
     expect(r!.is_error).toBe(true);
     expect(r!.content).toMatch(/^EG_NEEDS_HUMAN: the outcome of this notify call is unknown .*Do not retry it under a new id/);
@@ -84,7 +85,7 @@ describe("gate.recover()", () => {
     const gate = createGate({ tools: [notifyTool([], () => { throw new Error("lookup API down"); })], ledger });
     const summary = await gate.recover();
     expect(summary.leftForLater).toBe(1);
-    expect(await ledger.get("acme", "k1")).toMatchObject({ state: "uncertain", error: "probe failed: lookup API down (asked 1 time)" });
+    expect(await ledger.calls.get("acme", "k1")).toMatchObject({ state: "uncertain", error: "probe failed: lookup API down (asked 1 time)" });
   });
 
   it("leaves live claims of other workers alone", async () => {
@@ -109,7 +110,7 @@ describe("gate.recover()", () => {
   it("a redacted call whose probe says absent is left for a replay with the full input", async () => {
     const ledger = memoryLedger();
     const runs: string[] = [];
-    await ledger.claim({
+    await ledger.calls.claim({
       tenant: "acme", key: "k1", tool: "notify", effect: "write", task: "t1", toolUseId: "k1",
       fingerprint: fingerprint("notify", input), input: { to: "[redacted]" }, inputRedacted: true, owner: "other-host/1/x", leaseMs: -1,
     });
@@ -131,16 +132,19 @@ describe("meeting another worker's claim during a call", () => {
     let sawClaim!: () => void;
     const claimSeen = new Promise<void>((r) => (sawClaim = r));
     // The gate meets the claim by reading the key before governance (ledger gate), or by claiming.
-    const watched: Ledger = {
+    const watched: Stores = {
       ...ledger,
-      get: async (tenant, key) => ledger.get(tenant, key).finally(sawClaim),
-      claim: async (req) => ledger.claim(req).finally(sawClaim),
+      calls: {
+        ...ledger.calls,
+        get: async (tenant, key) => ledger.calls.get(tenant, key).finally(sawClaim),
+        claim: async (req) => ledger.calls.claim(req).finally(sawClaim),
+      },
     };
     const gate = createGate({ tools: [notifyTool(runs, () => ({ status: "absent" }))], ledger: watched, waitMs: 60_000 });
     const pending = gate.runToolUses([toolUse("k1", "notify", input)], scope);
     // The gate has met the live claim; the other worker finishes while it waits.
     await claimSeen;
-    await ledger.update("acme", "k1", 1, { state: "completed", result: { sent: "by the other worker" }, owner: null });
+    await ledger.calls.update("acme", "k1", 1, { state: "completed", result: { sent: "by the other worker" }, owner: null });
     const [r] = await pending;
     expect(r).toMatchObject({ is_error: false, content: '{"sent":"by the other worker"}' });
     expect(runs).toEqual([]);

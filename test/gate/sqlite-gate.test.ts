@@ -3,8 +3,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { createGate } from "../../src/root/create-gate.js";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
-import type { Alert } from "../../src/gate/runtime.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
+import type { Alert } from "../../src/gate/alerts.js";
 import { chargeTool, counter, toolUse } from "../support/tools.js";
 import { tempDir } from "../support/tmp.js";
 
@@ -25,7 +25,7 @@ describe("the gate on SQLite", () => {
       await gate.close();
       expect(existsSync(join(here, ".effectgate", "ledger.db"))).toBe(true);
       const again = sqliteLedger(join(here, ".effectgate", "ledger.db"));
-      expect((await again.get("acme", "toolu_1"))?.state).toBe("completed");
+      expect((await again.calls.get("acme", "toolu_1"))?.state).toBe("completed");
       await again.close();
     } finally {
       process.chdir(cwd);
@@ -82,14 +82,14 @@ describe("the gate on SQLite", () => {
     expect(alerts[0]!.message).toMatch(/could not be recorded: EG_LEDGER_UNAVAILABLE: .*database is locked/);
     locker!.exec("ROLLBACK");
     locker!.close();
-    expect((await gate.ledger.get("acme", "toolu_1"))?.state).toBe("in_progress");
+    expect((await gate.ledger.calls.get("acme", "toolu_1"))?.state).toBe("in_progress");
     await gate.ledger.close();
   });
 
   it("create: false refuses a missing file instead of making an empty ledger", async () => {
     const file = join(dir, "missing", "ledger.db");
     const ledger = sqliteLedger(file, { create: false });
-    await expect(ledger.list()).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: there is no ledger at .*missing\/ledger\.db/);
+    await expect(ledger.calls.list()).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: there is no ledger at .*missing\/ledger\.db/);
     expect(existsSync(file)).toBe(false);
   });
 });

@@ -5,10 +5,11 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGate } from "../../src/root/create-gate.js";
-import { defineTool, type ProbeResult } from "../../src/core/tool.js";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
+import { defineTool } from "../../src/core/tool.js";
+import { type ProbeResult } from "../../src/core/hooks.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
 import { OutcomeUnknown, ToolRejected } from "../../src/core/outcome.js";
-import type { Alert } from "../../src/gate/runtime.js";
+import type { Alert } from "../../src/gate/alerts.js";
 import { toolUse } from "../support/tools.js";
 
 const scope = { tenant: "acme", task: "t1" };
@@ -39,7 +40,7 @@ describe("a timeout is not a failure", () => {
     const gate = createGate({ ...fast, ledger, tools: [bookTool({ execute: () => job.done, probe: () => ({ status: "done", result: { jobId: "J-1", via: "probe" } }) })] });
     const [r] = await gate.runToolUses(book(), scope);
     expect(r).toMatchObject({ is_error: false, content: '{"jobId":"J-1","via":"probe"}' });
-    expect(await ledger.get("acme", "toolu_b")).toMatchObject({ state: "completed", attempts: 1 });
+    expect(await ledger.calls.get("acme", "toolu_b")).toMatchObject({ state: "completed", attempts: 1 });
     job.finish({ jobId: "J-1" });
   });
 
@@ -59,7 +60,7 @@ describe("a timeout is not a failure", () => {
     const [r] = await gate.runToolUses(book(), scope);
     expect(r).toMatchObject({ is_error: false, content: '{"booked":"toolu_b","attempt":2}' });
     expect(runs).toEqual(["toolu_b#1", "toolu_b#2"]);
-    expect(await ledger.get("acme", "toolu_b")).toMatchObject({ state: "completed", attempts: 2 });
+    expect(await ledger.calls.get("acme", "toolu_b")).toMatchObject({ state: "completed", attempts: 2 });
   });
 
   it("timeout → running, running, done → keeps waiting within the budget", async () => {
@@ -82,7 +83,7 @@ describe("a timeout is not a failure", () => {
     expect(probes).toBe(4);
     expect(r!.is_error).toBe(true);
     expect(r!.content).toMatch(/^EG_NEEDS_HUMAN: the outcome of this book_room call is unknown \(no reply within 20 ms; the probe still says the downstream is working on it \(asked 4 times\)\)\. A person has been asked/);
-    expect(await ledger.get("acme", "toolu_b")).toMatchObject({ state: "needs_human", owner: null });
+    expect(await ledger.calls.get("acme", "toolu_b")).toMatchObject({ state: "needs_human", owner: null });
     expect(alerts.map((a) => a.code)).toEqual(["needs_human"]);
     // A replay does not run it again: it says the same.
     const [again] = await gate.runToolUses(book(), scope);
@@ -143,7 +144,7 @@ describe("a timeout is not a failure", () => {
     });
     const [r] = await gate.runToolUses(book(), scope);
     expect(r).toMatchObject({ is_error: false, content: '{"jobId":"J-late"}' });
-    expect((await ledger.get("acme", "toolu_b"))?.state).toBe("completed");
+    expect((await ledger.calls.get("acme", "toolu_b"))?.state).toBe("completed");
   });
 
   it("a late reply after the call went to a human is still recorded, not dropped", async () => {
@@ -155,7 +156,7 @@ describe("a timeout is not a failure", () => {
     job.finish({ jobId: "J-35s" });
     await job.done;
     await gate.drain();
-    expect(await ledger.get("acme", "toolu_b")).toMatchObject({ state: "completed", result: { jobId: "J-35s" } });
+    expect(await ledger.calls.get("acme", "toolu_b")).toMatchObject({ state: "completed", result: { jobId: "J-35s" } });
     const [replay] = await gate.runToolUses(book(), scope);
     expect(replay).toMatchObject({ is_error: false, content: '{"jobId":"J-35s"}' });
   });
@@ -209,7 +210,7 @@ describe("retries by effect class", () => {
     const [r] = await gate.runToolUses([toolUse("w1", "charge", {})], scope);
     expect(r!.content).toBe("charged");
     expect(keys).toEqual(["w1", "w1"]);
-    expect((await ledger.get("acme", "w1"))?.attempts).toBe(2);
+    expect((await ledger.calls.get("acme", "w1"))?.attempts).toBe(2);
   });
 
   it("write without downstreamIdempotent: an unknown outcome is never resent blindly (probe or human)", async () => {
@@ -242,7 +243,7 @@ describe("retries by effect class", () => {
     const [r] = await gate.runToolUses([toolUse("d1", "delete_account", {})], scope);
     expect(tries).toBe(1);
     expect(r!.content).toMatch(/^EG_TOOL_FAILED: delete_account failed: connect ECONNREFUSED .*never reached the downstream; nothing happened/);
-    expect((await ledger.get("acme", "d1"))?.state).toBe("failed");
+    expect((await ledger.calls.get("acme", "d1"))?.state).toBe("failed");
   });
 
   it("a definite rejection (4xx, ToolRejected) is failed at once, never retried or probed", async () => {

@@ -4,12 +4,12 @@
  * by name with a reason, never silently. Times are passed in: no test sleeps.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Ledger } from "../../src/contracts/calls.js";
+import type { Stores } from "../../src/contracts/stores.js";
 import type { GovernanceStore, NewApproval, QuotaCharge, RateCount } from "../../src/contracts/governance.js";
 
 export interface GovernanceContractOptions {
   /** A fresh, empty ledger for one test (its `governance` is under test). */
-  readonly make: () => Promise<Ledger> | Ledger;
+  readonly make: () => Promise<Stores> | Stores;
   readonly skip?: readonly { readonly test: string; readonly reason: string }[];
 }
 
@@ -32,7 +32,7 @@ const SCOPES = ["task:acme/t1", "agent:acme/bot", "tenant:acme"];
 
 export function runGovernanceContract(name: string, options: GovernanceContractOptions): void {
   describe(`GovernanceStore contract: ${name}`, () => {
-    let ledger: Ledger;
+    let ledger: Stores;
     let g: GovernanceStore;
     beforeEach(async () => {
       ledger = await options.make();

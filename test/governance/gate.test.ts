@@ -1,8 +1,8 @@
 /** Grants, kill switches, quotas and rate breakers in the pipeline, in one process (memory ledger, manual clock). */
 import { describe, expect, it } from "vitest";
 import { createGate } from "../../src/root/create-gate.js";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
-import type { Ledger } from "../../src/contracts/calls.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import type { Stores } from "../../src/contracts/stores.js";
 import type { Policy } from "../../src/governance/policy.js";
 import { alerts, chargeTool, deleteAccountTool, effects, emailTool, lookupTool, manualClock, use } from "./support.js";
 
@@ -35,7 +35,7 @@ describe("grants", () => {
     expect(results[2]).toMatchObject({ is_error: false });
     expect(fx.log.sort()).toEqual(["lookup_customer:-", "send_email:toolu_1"]);
     // Nothing was recorded for the refused call: a later grant lets the same call run.
-    expect(await gate.ledger.get("acme", "toolu_2")).toBeUndefined();
+    expect(await gate.ledger.calls.get("acme", "toolu_2")).toBeUndefined();
   });
 
   it("grants match tenant, agent and task patterns, tool names or classes; `grants: []` grants nothing", async () => {
@@ -159,7 +159,7 @@ describe("rate breakers", () => {
     const fx = effects();
     const clock = manualClock();
     const seen = alerts();
-    const ledger: Ledger = memoryLedger();
+    const ledger: Stores = memoryLedger();
     const policy: Policy = { rateLimits: [{ per: "task", class: "write", limit: 3, windowMs: 60_000 }], ...extra };
     const gate = createGate({ ledger, tools: [emailTool(fx), chargeTool(fx), lookupTool(fx)], policy, clock: clock.now, onAlert: seen.onAlert });
     return { fx, clock, seen, ledger, gate };
@@ -214,7 +214,7 @@ describe("rate breakers", () => {
 });
 
 describe("a ledger that keeps no governance state", () => {
-  const bare = (): Ledger => {
+  const bare = (): Stores => {
     const { governance: _governance, ...rest } = memoryLedger();
     return rest;
   };

@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createGate } from "../../src/root/create-gate.js";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
 import { isEffectgateError } from "../../src/core/errors.js";
 import { tempDir } from "../support/tmp.js";
 import { chargeTool, deleteAccountTool, effects, emailTool, lookupTool, use } from "./support.js";

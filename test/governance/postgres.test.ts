@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { postgresLedger } from "../../src/stores/postgres/calls.js";
+import { postgresLedger } from "../../src/stores/postgres/index.js";
 import { usePostgres } from "../support/pg.js";
 import { runGovernanceContract } from "./contract.js";
 import { createGate } from "../../src/root/create-gate.js";

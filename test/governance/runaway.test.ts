@@ -10,9 +10,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTool } from "../../src/core/tool.js";
 import { createGate } from "../../src/root/create-gate.js";
-import type { Ledger } from "../../src/contracts/calls.js";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import type { Stores } from "../../src/contracts/stores.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import type { Policy } from "../../src/governance/policy.js";
 import { requireBuild, startWorker } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
@@ -23,7 +23,7 @@ const CALLS = 500;
 const dir = tempDir();
 let n = 0;
 
-async function runaway(ledger: Ledger, policy: Policy, approve: boolean) {
+async function runaway(ledger: Stores, policy: Policy, approve: boolean) {
   const effects: string[] = [];
   const tool = defineTool({
     name: "delete_record", effect: "destructive", input: z.object({ record: z.string() }),
@@ -46,7 +46,7 @@ async function runaway(ledger: Ledger, policy: Policy, approve: boolean) {
   return { effects, codes: Object.fromEntries(codes), alerts: seen.list.map((a) => a.code), gate };
 }
 
-const stores: [string, () => Ledger][] = [
+const stores: [string, () => Stores][] = [
   ["memory", () => memoryLedger()],
   ["sqlite", () => sqliteLedger(join(dir, `runaway-${n++}.db`), { durability: "process" })],
 ];

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTool } from "../../src/core/tool.js";
 import { createGate } from "../../src/root/create-gate.js";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
 import { requireBuild } from "../support/processes.js";
 
 const scope = { tenant: "acme", task: "t1" };
@@ -57,7 +57,7 @@ describe("sandboxed tools", () => {
     expect(readFileSync(`${fixture.ALLOWED}/out.txt`, "utf8")).toBe("hello");
     expect(denied!.content).toMatch(/EG_SANDBOX_DENIED: sandboxed tool write_file tried to write \/tmp\/effectgate-sandbox-fixture\/escape\.txt and was refused \(it may write \/tmp\/effectgate-sandbox-fixture\/allowed\)\./);
     expect(existsSync(`${fixture.SANDBOX_BASE}/escape.txt`)).toBe(false);
-    expect((await gate.ledger.get("acme", "w2"))?.state).toBe("failed");
+    expect((await gate.ledger.calls.get("acme", "w2"))?.state).toBe("failed");
   });
 
   it("cannot start child processes", async () => {

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { tempDir } from "../support/tmp.js";
 import { newApproval, runGovernanceContract } from "./contract.js";
 

@@ -1,7 +1,7 @@
 /** Tools and helpers for governance tests: every tool counts its real executions. */
 import { z } from "zod";
 import { defineTool } from "../../src/core/tool.js";
-import type { Alert } from "../../src/gate/runtime.js";
+import type { Alert } from "../../src/gate/alerts.js";
 
 export interface Effects {
   /** Executions, in order, as "tool:key". */

@@ -3,11 +3,12 @@
  * support a case must skip it by name with a reason, never silently.
  */
 import { describe, expect, it, beforeEach, afterEach } from "vitest";
-import type { ClaimRequest, Ledger } from "../../src/contracts/calls.js";
+import type { ClaimRequest } from "../../src/contracts/calls.js";
+import type { Stores } from "../../src/contracts/stores.js";
 
 export interface ContractOptions {
   /** Makes a fresh, empty ledger for one test. */
-  readonly make: () => Promise<Ledger> | Ledger;
+  readonly make: () => Promise<Stores> | Stores;
   /** Tests this store cannot run, each with the reason. */
   readonly skip?: readonly { readonly test: string; readonly reason: string }[];
 }
@@ -22,7 +23,7 @@ export function claimRequest(overrides: Partial<ClaimRequest> = {}): ClaimReques
 
 export function runLedgerContract(store: string, options: ContractOptions): void {
   describe(`Ledger contract: ${store}`, () => {
-    let ledger: Ledger;
+    let ledger: Stores;
     beforeEach(async () => {
       ledger = await options.make();
     });
@@ -34,8 +35,8 @@ export function runLedgerContract(store: string, options: ContractOptions): void
       skipped.has(name) ? it.skip(`${name} (skipped: ${skipped.get(name)})`, fn) : it(name, fn);
 
     test("a first claim creates an in_progress record held by the claimant", async () => {
-      const before = await ledger.now();
-      const result = await ledger.claim(claimRequest());
+      const before = await ledger.calls.now();
+      const result = await ledger.calls.claim(claimRequest());
       expect(result.claimed).toBe(true);
       expect(result.record).toMatchObject({
         tenant: "acme", key: "toolu_1", tool: "create_ticket", effect: "write", state: "in_progress",
@@ -45,15 +46,15 @@ export function runLedgerContract(store: string, options: ContractOptions): void
     });
 
     test("a second claim of the same key changes nothing and returns the record", async () => {
-      await ledger.claim(claimRequest());
-      const second = await ledger.claim(claimRequest({ owner: "worker-b", fingerprint: "fp-other", toolUseId: "toolu_9" }));
+      await ledger.calls.claim(claimRequest());
+      const second = await ledger.calls.claim(claimRequest({ owner: "worker-b", fingerprint: "fp-other", toolUseId: "toolu_9" }));
       expect(second.claimed).toBe(false);
       expect(second.record).toMatchObject({ owner: "worker-a", fingerprint: "fp-1", toolUseId: "toolu_1", version: 1 });
     });
 
     test("of many concurrent claims for one key exactly one wins", async () => {
       const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => ledger.claim(claimRequest({ owner: `worker-${i}` }))),
+        Array.from({ length: 20 }, (_, i) => ledger.calls.claim(claimRequest({ owner: `worker-${i}` }))),
       );
       expect(results.filter((r) => r.claimed)).toHaveLength(1);
       const owners = new Set(results.map((r) => r.record.owner));
@@ -61,149 +62,149 @@ export function runLedgerContract(store: string, options: ContractOptions): void
     });
 
     test("records are scoped by tenant: the same key in two tenants is two records", async () => {
-      await ledger.claim(claimRequest({ tenant: "acme" }));
-      const other = await ledger.claim(claimRequest({ tenant: "globex" }));
+      await ledger.calls.claim(claimRequest({ tenant: "acme" }));
+      const other = await ledger.calls.claim(claimRequest({ tenant: "globex" }));
       expect(other.claimed).toBe(true);
-      await ledger.update("acme", "toolu_1", 1, { state: "completed", result: { ticket: 1 }, owner: null });
-      expect((await ledger.get("globex", "toolu_1"))?.result).toBeNull();
-      expect(await ledger.get("initech", "toolu_1")).toBeUndefined();
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "completed", result: { ticket: 1 }, owner: null });
+      expect((await ledger.calls.get("globex", "toolu_1"))?.result).toBeNull();
+      expect(await ledger.calls.get("initech", "toolu_1")).toBeUndefined();
     });
 
     test("update is compare-and-set on version and bumps it", async () => {
-      await ledger.claim(claimRequest());
-      const done = await ledger.update("acme", "toolu_1", 1, { state: "completed", result: { id: "T-1" }, owner: null });
+      await ledger.calls.claim(claimRequest());
+      const done = await ledger.calls.update("acme", "toolu_1", 1, { state: "completed", result: { id: "T-1" }, owner: null });
       expect(done).toMatchObject({ state: "completed", result: { id: "T-1" }, version: 2, owner: null, leaseExpiresAt: null });
-      const stale = await ledger.update("acme", "toolu_1", 1, { state: "failed", error: "late" });
+      const stale = await ledger.calls.update("acme", "toolu_1", 1, { state: "failed", error: "late" });
       expect(stale).toBeUndefined();
-      expect(await ledger.get("acme", "toolu_1")).toMatchObject({ state: "completed", result: { id: "T-1" }, version: 2 });
+      expect(await ledger.calls.get("acme", "toolu_1")).toMatchObject({ state: "completed", result: { id: "T-1" }, version: 2 });
     });
 
     test("update of a missing record returns undefined", async () => {
-      expect(await ledger.update("acme", "nope", 1, { state: "completed" })).toBeUndefined();
+      expect(await ledger.calls.update("acme", "nope", 1, { state: "completed" })).toBeUndefined();
     });
 
     test("an illegal transition is refused with an error that names both states", async () => {
-      await ledger.claim(claimRequest());
-      await ledger.update("acme", "toolu_1", 1, { state: "failed", error: "boom", owner: null });
-      await expect(ledger.update("acme", "toolu_1", 2, { state: "completed" })).rejects.toThrow(/EG_ILLEGAL_TRANSITION.*failed to completed/);
-      expect(await ledger.get("acme", "toolu_1")).toMatchObject({ state: "failed", version: 2 });
+      await ledger.calls.claim(claimRequest());
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "failed", error: "boom", owner: null });
+      await expect(ledger.calls.update("acme", "toolu_1", 2, { state: "completed" })).rejects.toThrow(/EG_ILLEGAL_TRANSITION.*failed to completed/);
+      expect(await ledger.calls.get("acme", "toolu_1")).toMatchObject({ state: "failed", version: 2 });
     });
 
     test("results round-trip as JSON exactly (strings, nesting, unicode, null)", async () => {
       const result = { text: "línea 1\n\"quoted\" ☃", n: 1.5, list: [1, null, { deep: true }], empty: "" };
-      await ledger.claim(claimRequest());
-      await ledger.update("acme", "toolu_1", 1, { state: "completed", result, owner: null });
-      expect((await ledger.get("acme", "toolu_1"))?.result).toEqual(result);
-      await ledger.claim(claimRequest({ key: "k-str" }));
-      await ledger.update("acme", "k-str", 1, { state: "completed", result: "plain text", owner: null });
-      expect((await ledger.get("acme", "k-str"))?.result).toBe("plain text");
+      await ledger.calls.claim(claimRequest());
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "completed", result, owner: null });
+      expect((await ledger.calls.get("acme", "toolu_1"))?.result).toEqual(result);
+      await ledger.calls.claim(claimRequest({ key: "k-str" }));
+      await ledger.calls.update("acme", "k-str", 1, { state: "completed", result: "plain text", owner: null });
+      expect((await ledger.calls.get("acme", "k-str"))?.result).toBe("plain text");
     });
 
     test("countAttempt counts a re-execution and leaseMs sets a new lease", async () => {
-      await ledger.claim(claimRequest());
-      const now = await ledger.now();
-      const again = await ledger.update("acme", "toolu_1", 1, { state: "in_progress", owner: "worker-b", leaseMs: 5_000, countAttempt: true });
+      await ledger.calls.claim(claimRequest());
+      const now = await ledger.calls.now();
+      const again = await ledger.calls.update("acme", "toolu_1", 1, { state: "in_progress", owner: "worker-b", leaseMs: 5_000, countAttempt: true });
       expect(again).toMatchObject({ attempts: 2, owner: "worker-b", version: 2 });
       expect(again?.leaseExpiresAt).toBeGreaterThanOrEqual(now + 5_000);
     });
 
     test("takeOver refuses a live lease and takes an expired one", async () => {
-      await ledger.claim(claimRequest({ leaseMs: 60_000 }));
-      expect(await ledger.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-b", leaseMs: 1000 })).toBeUndefined();
-      await ledger.claim(claimRequest({ key: "short", leaseMs: -1 })); // already expired
-      const taken = await ledger.takeOver({ tenant: "acme", key: "short", version: 1, owner: "worker-b", leaseMs: 1000 });
+      await ledger.calls.claim(claimRequest({ leaseMs: 60_000 }));
+      expect(await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-b", leaseMs: 1000 })).toBeUndefined();
+      await ledger.calls.claim(claimRequest({ key: "short", leaseMs: -1 })); // already expired
+      const taken = await ledger.calls.takeOver({ tenant: "acme", key: "short", version: 1, owner: "worker-b", leaseMs: 1000 });
       expect(taken).toMatchObject({ owner: "worker-b", state: "in_progress", version: 2 });
     });
 
     test("takeOver of a live lease succeeds only when the holder is proven dead", async () => {
-      await ledger.claim(claimRequest());
-      const taken = await ledger.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-b", leaseMs: 1000, holderIsDead: true });
+      await ledger.calls.claim(claimRequest());
+      const taken = await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-b", leaseMs: 1000, holderIsDead: true });
       expect(taken?.owner).toBe("worker-b");
     });
 
     test("takeOver is compare-and-set: of two racing take-overs one wins", async () => {
-      await ledger.claim(claimRequest({ leaseMs: -1 }));
+      await ledger.calls.claim(claimRequest({ leaseMs: -1 }));
       const [a, b] = await Promise.all([
-        ledger.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-b", leaseMs: 1000 }),
-        ledger.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-c", leaseMs: 1000 }),
+        ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-b", leaseMs: 1000 }),
+        ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-c", leaseMs: 1000 }),
       ]);
       expect([a, b].filter(Boolean)).toHaveLength(1);
     });
 
     test("takeOver leaves an uncertain call alone while its holder's lease is live", async () => {
-      await ledger.claim(claimRequest());
-      await ledger.update("acme", "toolu_1", 1, { state: "uncertain", error: "timed out, probing", leaseMs: 60_000 });
-      expect(await ledger.takeOver({ tenant: "acme", key: "toolu_1", version: 2, owner: "w", leaseMs: 1000 })).toBeUndefined();
-      expect(await ledger.renewLease("acme", "toolu_1", 2, "worker-a", 60_000)).toBe(true);
+      await ledger.calls.claim(claimRequest());
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "uncertain", error: "timed out, probing", leaseMs: 60_000 });
+      expect(await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 2, owner: "w", leaseMs: 1000 })).toBeUndefined();
+      expect(await ledger.calls.renewLease("acme", "toolu_1", 2, "worker-a", 60_000)).toBe(true);
     });
 
     test("takeOver takes released uncertain calls but never settled ones", async () => {
-      await ledger.claim(claimRequest());
-      await ledger.update("acme", "toolu_1", 1, { state: "uncertain", owner: null, error: "timed out" });
-      expect(await ledger.takeOver({ tenant: "acme", key: "toolu_1", version: 2, owner: "w", leaseMs: 1000 })).toMatchObject({ state: "uncertain", owner: "w" });
-      await ledger.claim(claimRequest({ key: "done", leaseMs: -1 }));
-      await ledger.update("acme", "done", 1, { state: "completed", result: 1, owner: null });
-      expect(await ledger.takeOver({ tenant: "acme", key: "done", version: 2, owner: "w", leaseMs: 1000, holderIsDead: true })).toBeUndefined();
+      await ledger.calls.claim(claimRequest());
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "uncertain", owner: null, error: "timed out" });
+      expect(await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 2, owner: "w", leaseMs: 1000 })).toMatchObject({ state: "uncertain", owner: "w" });
+      await ledger.calls.claim(claimRequest({ key: "done", leaseMs: -1 }));
+      await ledger.calls.update("acme", "done", 1, { state: "completed", result: 1, owner: null });
+      expect(await ledger.calls.takeOver({ tenant: "acme", key: "done", version: 2, owner: "w", leaseMs: 1000, holderIsDead: true })).toBeUndefined();
     });
 
     test("renewLease extends only the current holder's lease and keeps the version", async () => {
-      await ledger.claim(claimRequest({ leaseMs: 1000 }));
-      expect(await ledger.renewLease("acme", "toolu_1", 1, "worker-a", 90_000)).toBe(true);
-      const record = await ledger.get("acme", "toolu_1");
+      await ledger.calls.claim(claimRequest({ leaseMs: 1000 }));
+      expect(await ledger.calls.renewLease("acme", "toolu_1", 1, "worker-a", 90_000)).toBe(true);
+      const record = await ledger.calls.get("acme", "toolu_1");
       expect(record?.version).toBe(1);
-      expect(record?.leaseExpiresAt).toBeGreaterThanOrEqual((await ledger.now()) + 80_000);
-      expect(await ledger.renewLease("acme", "toolu_1", 1, "worker-b", 90_000)).toBe(false);
-      expect(await ledger.renewLease("acme", "toolu_1", 7, "worker-a", 90_000)).toBe(false);
+      expect(record?.leaseExpiresAt).toBeGreaterThanOrEqual((await ledger.calls.now()) + 80_000);
+      expect(await ledger.calls.renewLease("acme", "toolu_1", 1, "worker-b", 90_000)).toBe(false);
+      expect(await ledger.calls.renewLease("acme", "toolu_1", 7, "worker-a", 90_000)).toBe(false);
     });
 
     test("remove is compare-and-set on version; a removed key can be claimed afresh", async () => {
-      await ledger.claim(claimRequest());
-      expect(await ledger.remove("acme", "toolu_1", 7)).toBe(false);
-      expect(await ledger.remove("globex", "toolu_1", 1)).toBe(false);
-      expect(await ledger.remove("acme", "toolu_1", 1)).toBe(true);
-      expect(await ledger.get("acme", "toolu_1")).toBeUndefined();
-      expect(await ledger.remove("acme", "toolu_1", 1)).toBe(false);
-      expect((await ledger.claim(claimRequest({ owner: "worker-b" }))).claimed).toBe(true);
+      await ledger.calls.claim(claimRequest());
+      expect(await ledger.calls.remove("acme", "toolu_1", 7)).toBe(false);
+      expect(await ledger.calls.remove("globex", "toolu_1", 1)).toBe(false);
+      expect(await ledger.calls.remove("acme", "toolu_1", 1)).toBe(true);
+      expect(await ledger.calls.get("acme", "toolu_1")).toBeUndefined();
+      expect(await ledger.calls.remove("acme", "toolu_1", 1)).toBe(false);
+      expect((await ledger.calls.claim(claimRequest({ owner: "worker-b" }))).claimed).toBe(true);
     });
 
     test("listUnsettled returns uncertain and lease-expired calls, not live or settled ones", async () => {
-      await ledger.claim(claimRequest({ key: "live" }));
-      await ledger.claim(claimRequest({ key: "expired", leaseMs: -1 }));
-      await ledger.claim(claimRequest({ key: "unsure" }));
-      await ledger.update("acme", "unsure", 1, { state: "uncertain", owner: null });
-      await ledger.claim(claimRequest({ key: "done" }));
-      await ledger.update("acme", "done", 1, { state: "completed", result: null, owner: null });
-      const keys = (await ledger.listUnsettled()).map((r) => r.key).sort();
+      await ledger.calls.claim(claimRequest({ key: "live" }));
+      await ledger.calls.claim(claimRequest({ key: "expired", leaseMs: -1 }));
+      await ledger.calls.claim(claimRequest({ key: "unsure" }));
+      await ledger.calls.update("acme", "unsure", 1, { state: "uncertain", owner: null });
+      await ledger.calls.claim(claimRequest({ key: "done" }));
+      await ledger.calls.update("acme", "done", 1, { state: "completed", result: null, owner: null });
+      const keys = (await ledger.calls.listUnsettled()).map((r) => r.key).sort();
       expect(keys).toEqual(["expired", "unsure"]);
-      const withLive = (await ledger.listUnsettled({ includeLive: true })).map((r) => r.key).sort();
+      const withLive = (await ledger.calls.listUnsettled({ includeLive: true })).map((r) => r.key).sort();
       expect(withLive).toEqual(["expired", "live", "unsure"]);
     });
 
     test("list filters by tenant, state and tool, oldest first, with a limit", async () => {
-      for (let i = 0; i < 5; i++) await ledger.claim(claimRequest({ key: `k${i}`, tool: i % 2 ? "send_email" : "create_ticket" }));
-      await ledger.claim(claimRequest({ key: "other-tenant", tenant: "globex" }));
-      await ledger.update("acme", "k0", 1, { state: "completed", result: 0, owner: null });
-      expect((await ledger.list({ tenant: "acme" })).map((r) => r.key)).toEqual(["k0", "k1", "k2", "k3", "k4"]);
-      expect((await ledger.list({ tenant: "acme", tool: "send_email" })).map((r) => r.key)).toEqual(["k1", "k3"]);
-      expect((await ledger.list({ state: "completed" })).map((r) => r.key)).toEqual(["k0"]);
-      expect(await ledger.list({ tenant: "acme", limit: 2 })).toHaveLength(2);
-      expect((await ledger.list({ tenant: "globex" })).map((r) => r.key)).toEqual(["other-tenant"]);
-      await ledger.claim(claimRequest({ key: "k1", tenant: "globex" }));
-      expect((await ledger.list({ key: "k1" })).map((r) => r.tenant).sort()).toEqual(["acme", "globex"]);
+      for (let i = 0; i < 5; i++) await ledger.calls.claim(claimRequest({ key: `k${i}`, tool: i % 2 ? "send_email" : "create_ticket" }));
+      await ledger.calls.claim(claimRequest({ key: "other-tenant", tenant: "globex" }));
+      await ledger.calls.update("acme", "k0", 1, { state: "completed", result: 0, owner: null });
+      expect((await ledger.calls.list({ tenant: "acme" })).map((r) => r.key)).toEqual(["k0", "k1", "k2", "k3", "k4"]);
+      expect((await ledger.calls.list({ tenant: "acme", tool: "send_email" })).map((r) => r.key)).toEqual(["k1", "k3"]);
+      expect((await ledger.calls.list({ state: "completed" })).map((r) => r.key)).toEqual(["k0"]);
+      expect(await ledger.calls.list({ tenant: "acme", limit: 2 })).toHaveLength(2);
+      expect((await ledger.calls.list({ tenant: "globex" })).map((r) => r.key)).toEqual(["other-tenant"]);
+      await ledger.calls.claim(claimRequest({ key: "k1", tenant: "globex" }));
+      expect((await ledger.calls.list({ key: "k1" })).map((r) => r.tenant).sort()).toEqual(["acme", "globex"]);
     });
 
     test("records returned are copies: changing one does not change the store", async () => {
-      const { record } = await ledger.claim(claimRequest());
+      const { record } = await ledger.calls.claim(claimRequest());
       (record.input as Record<string, unknown>).title = "tampered";
-      expect((await ledger.get("acme", "toolu_1"))?.input).toEqual({ title: "printer on fire" });
+      expect((await ledger.calls.get("acme", "toolu_1"))?.input).toEqual({ title: "printer on fire" });
     });
 
     test("checkpoints are stored per tenant and replaced whole", async () => {
-      expect(await ledger.getCheckpoint("acme", "task-1")).toBeUndefined();
-      await ledger.putCheckpoint("acme", "task-1", '{"v":1}');
-      await ledger.putCheckpoint("acme", "task-1", '{"v":2}');
-      expect(await ledger.getCheckpoint("acme", "task-1")).toBe('{"v":2}');
-      expect(await ledger.getCheckpoint("globex", "task-1")).toBeUndefined();
+      expect(await ledger.checkpoints.get("acme", "task-1")).toBeUndefined();
+      await ledger.checkpoints.put("acme", "task-1", '{"v":1}');
+      await ledger.checkpoints.put("acme", "task-1", '{"v":2}');
+      expect(await ledger.checkpoints.get("acme", "task-1")).toBe('{"v":2}');
+      expect(await ledger.checkpoints.get("globex", "task-1")).toBeUndefined();
     });
   });
 }

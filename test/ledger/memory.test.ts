@@ -1,4 +1,4 @@
-import { memoryLedger } from "../../src/stores/memory/calls.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
 import { runLedgerContract } from "./contract.js";
 
 runLedgerContract("memory", { make: () => memoryLedger() });

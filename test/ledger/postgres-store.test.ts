@@ -6,9 +6,11 @@ import { createServer, type Server } from "node:net";
 import pg from "pg";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { createGate } from "../../src/root/create-gate.js";
-import { migratePostgres, postgresLedger } from "../../src/stores/postgres/calls.js";
+import { migratePostgres, postgresLedger } from "../../src/stores/postgres/index.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "../../src/stores/postgres/migrations.js";
-import { postgresStatements } from "../../src/stores/postgres/statements.js";
+import { postgresDialect } from "../../src/stores/postgres/statements.js";
+import { callStatements, updateValues } from "../../src/stores/sql/call-statements.js";
+import { positional, type CompiledSql } from "../../src/stores/sql/dialect.js";
 import { chargeTool, counter, toolUse } from "../support/tools.js";
 import { TEST_PG_URL_VARIABLE, usePostgres } from "../support/pg.js";
 import { claimRequest } from "./contract.js";
@@ -25,7 +27,7 @@ describe("postgres ledger: migrations", () => {
     const schema = db.freshSchema();
     const ledgers = Array.from({ length: 8 }, () => postgresLedger({ connectionString: db.url, poolSize: 2 }, { schema }));
     try {
-      const claims = await Promise.all(ledgers.map((l, i) => l.claim(claimRequest({ key: `k${i}` }))));
+      const claims = await Promise.all(ledgers.map((l, i) => l.calls.claim(claimRequest({ key: `k${i}` }))));
       expect(claims.every((c) => c.claimed)).toBe(true);
       const versions = await db.sql(`SELECT version, description FROM "${schema}".schema_version ORDER BY version`);
       expect(versions.rows).toEqual(MIGRATIONS.map((m) => ({ version: m.version, description: m.description })));
@@ -40,7 +42,7 @@ describe("postgres ledger: migrations", () => {
     expect(await migratePostgres(db.url, schema)).toEqual({ schema, from: 0, to: SCHEMA_VERSION });
     expect(await migratePostgres(db.url, schema)).toEqual({ schema, from: SCHEMA_VERSION, to: SCHEMA_VERSION });
     const ledger = postgresLedger({ connectionString: db.url }, { schema, create: false });
-    expect((await ledger.claim(claimRequest())).claimed).toBe(true);
+    expect((await ledger.calls.claim(claimRequest())).claimed).toBe(true);
     await ledger.close();
   });
 
@@ -59,8 +61,8 @@ describe("postgres ledger: migrations", () => {
     for (const options of [{ create: false }, { readOnly: true }]) {
       const schema = db.freshSchema();
       const ledger = postgresLedger({ connectionString: db.url }, { schema, ...options });
-      await expect(ledger.list()).rejects.toThrow(new RegExp(`EG_LEDGER_UNAVAILABLE: there is no effectgate ledger in schema ${schema}`));
-      await expect(ledger.claim(claimRequest())).rejects.toThrow(/EG_LEDGER_UNAVAILABLE/);
+      await expect(ledger.calls.list()).rejects.toThrow(new RegExp(`EG_LEDGER_UNAVAILABLE: there is no effectgate ledger in schema ${schema}`));
+      await expect(ledger.calls.claim(claimRequest())).rejects.toThrow(/EG_LEDGER_UNAVAILABLE/);
       await ledger.close();
       expect(await schemaExists(schema)).toBe(false);
     }
@@ -69,14 +71,14 @@ describe("postgres ledger: migrations", () => {
   it("readOnly reads an existing ledger and refuses every write", async () => {
     const schema = db.freshSchema();
     const rw = postgresLedger({ connectionString: db.url }, { schema });
-    await rw.claim(claimRequest());
+    await rw.calls.claim(claimRequest());
     await rw.close();
     const ro = postgresLedger({ connectionString: db.url }, { schema, readOnly: true });
-    expect((await ro.get("acme", "toolu_1"))?.state).toBe("in_progress");
-    expect(await ro.list()).toHaveLength(1);
-    await expect(ro.claim(claimRequest({ key: "new" }))).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: .* was opened read-only \(could not claim a call\)/);
-    await expect(ro.update("acme", "toolu_1", 1, { state: "completed" })).rejects.toThrow(/read-only/);
-    await expect(ro.putCheckpoint("acme", "t", "{}")).rejects.toThrow(/read-only/);
+    expect((await ro.calls.get("acme", "toolu_1"))?.state).toBe("in_progress");
+    expect(await ro.calls.list()).toHaveLength(1);
+    await expect(ro.calls.claim(claimRequest({ key: "new" }))).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: .* was opened read-only \(could not claim a call\)/);
+    await expect(ro.calls.update("acme", "toolu_1", 1, { state: "completed" })).rejects.toThrow(/read-only/);
+    await expect(ro.checkpoints.put("acme", "t", "{}")).rejects.toThrow(/read-only/);
     await ro.close();
     expect(await db.sql(`SELECT count(*)::int AS n FROM "${schema}".calls`)).toMatchObject({ rows: [{ n: 1 }] });
   });
@@ -88,7 +90,7 @@ describe("postgres ledger: migrations", () => {
     await db.sql(`INSERT INTO "${schema}".schema_version (version, description) VALUES (1, 'calls and checkpoints'), (99, 'from the future')`);
     for (const options of [{}, { create: false }, { readOnly: true }]) {
       const ledger = postgresLedger({ connectionString: db.url }, { schema, ...options });
-      await expect(ledger.claim(claimRequest())).rejects.toThrow(new RegExp(`EG_LEDGER_TOO_NEW: the ledger .* schema ${schema} has schema version 99`));
+      await expect(ledger.calls.claim(claimRequest())).rejects.toThrow(new RegExp(`EG_LEDGER_TOO_NEW: the ledger .* schema ${schema} has schema version 99`));
       await ledger.close();
     }
     await expect(migratePostgres(db.url, schema)).rejects.toThrow(/EG_LEDGER_TOO_NEW: .*schema version 99/);
@@ -98,7 +100,7 @@ describe("postgres ledger: migrations", () => {
 
   it("validates the schema name before any SQL sees it", () => {
     for (const bad of ['x"; DROP TABLE calls; --', "Public", "pg_catalog", "", "1abc", "a".repeat(64), "a-b"]) {
-      expect(() => postgresLedger({ connectionString: db.url }, { schema: bad }), bad).toThrow(TypeError);
+      expect(() => postgresLedger({ connectionString: db.url }, { schema: bad }), bad).toThrow(/^EG_BAD_OPTION: .* is not a usable schema name/);
     }
     expect(() => postgresLedger({ connectionString: db.url }, { schema: "tenant_42_ledger" }).close()).not.toThrow();
   });
@@ -109,11 +111,11 @@ describe("postgres ledger: pools", () => {
     const pool = new pg.Pool({ connectionString: db.url, max: 2 });
     try {
       const ledger = postgresLedger({ pool }, { schema: db.freshSchema() });
-      await ledger.claim(claimRequest());
+      await ledger.calls.claim(claimRequest());
       await ledger.close();
       expect(pool.ended).toBe(false);
       expect((await pool.query("SELECT 2 AS two")).rows).toEqual([{ two: 2 }]);
-      await expect(ledger.get("acme", "toolu_1")).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: the ledger .* was closed/);
+      await expect(ledger.calls.get("acme", "toolu_1")).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: the ledger .* was closed/);
     } finally {
       await pool.end();
     }
@@ -123,7 +125,7 @@ describe("postgres ledger: pools", () => {
     const end = vi.spyOn(pg.Pool.prototype, "end");
     try {
       const ledger = postgresLedger({ connectionString: db.url }, { schema: db.freshSchema() });
-      await ledger.claim(claimRequest());
+      await ledger.calls.claim(claimRequest());
       await ledger.close();
       await ledger.close();
       expect(end).toHaveBeenCalledTimes(1);
@@ -136,16 +138,16 @@ describe("postgres ledger: pools", () => {
     const pool = new pg.Pool({ connectionString: db.url, max: 1, connectionTimeoutMillis: 300 });
     try {
       const ledger = postgresLedger({ pool }, { schema: db.freshSchema() });
-      await ledger.claim(claimRequest());
+      await ledger.calls.claim(claimRequest());
       const busy = await pool.connect();
       try {
-        await expect(ledger.claim(claimRequest({ key: "second" }))).rejects.toThrow(
+        await expect(ledger.calls.claim(claimRequest({ key: "second" }))).rejects.toThrow(
           /^EG_LEDGER_UNAVAILABLE: no connection to the ledger database postgres:\/\/.* could be opened or came free in time .*Nothing was executed/,
         );
       } finally {
         busy.release();
       }
-      expect((await ledger.claim(claimRequest({ key: "second" }))).claimed).toBe(true);
+      expect((await ledger.calls.claim(claimRequest({ key: "second" }))).claimed).toBe(true);
     } finally {
       await pool.end();
     }
@@ -156,12 +158,12 @@ describe("postgres ledger: pools", () => {
     try {
       const schema = db.freshSchema();
       const ledger = postgresLedger({ pool }, { schema });
-      await ledger.claim(claimRequest());
-      expect((await ledger.get("acme", "toolu_1"))?.version).toBe(1);
+      await ledger.calls.claim(claimRequest());
+      expect((await ledger.calls.get("acme", "toolu_1"))?.version).toBe(1);
       // The one connection now holds prepared statements whose result has error as text.
       await db.sql(`ALTER TABLE "${schema}".calls ALTER COLUMN error TYPE varchar(10000)`);
-      expect(await ledger.update("acme", "toolu_1", 1, { state: "failed", error: "boom", owner: null })).toMatchObject({ state: "failed", error: "boom" });
-      expect((await ledger.claim(claimRequest())).record).toMatchObject({ state: "failed", version: 2 });
+      expect(await ledger.calls.update("acme", "toolu_1", 1, { state: "failed", error: "boom", owner: null })).toMatchObject({ state: "failed", error: "boom" });
+      expect((await ledger.calls.claim(claimRequest())).record).toMatchObject({ state: "failed", version: 2 });
     } finally {
       await pool.end();
     }
@@ -171,8 +173,8 @@ describe("postgres ledger: pools", () => {
     const pool = new pg.Pool({ connectionString: db.url, max: 1 });
     try {
       const ledger = postgresLedger({ pool }, { schema: db.freshSchema(), durability: "process" });
-      await ledger.claim(claimRequest());
-      await ledger.update("acme", "toolu_1", 1, { state: "completed", result: 1, owner: null });
+      await ledger.calls.claim(claimRequest());
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "completed", result: 1, owner: null });
       const before = (await db.sql(`SELECT setting FROM pg_settings WHERE name = 'synchronous_commit'`)).rows[0] as { setting: string };
       // The pool's one session is the one the ledger wrote on: its setting is the server's again.
       expect((await pool.query("SHOW synchronous_commit")).rows[0]).toEqual({ synchronous_commit: before.setting });
@@ -200,8 +202,8 @@ describe("postgres ledger: when the database cannot be reached", () => {
     const ledger = unreachable();
     expect(ledger.location).toBe(`postgres://eguser@127.0.0.1:${port}/ledgerdb schema effectgate`);
     const attempts = [
-      ledger.claim(claimRequest()), ledger.get("acme", "k"), ledger.now(), ledger.list(), ledger.listUnsettled(),
-      ledger.takeOver({ tenant: "acme", key: "k", version: 1, owner: "w", leaseMs: 1 }),
+      ledger.calls.claim(claimRequest()), ledger.calls.get("acme", "k"), ledger.calls.now(), ledger.calls.list(), ledger.calls.listUnsettled(),
+      ledger.calls.takeOver({ tenant: "acme", key: "k", version: 1, owner: "w", leaseMs: 1 }),
     ];
     for (const attempt of attempts) {
       const err = await attempt.then(() => undefined, (e: unknown) => e as Error);
@@ -209,8 +211,8 @@ describe("postgres ledger: when the database cannot be reached", () => {
       expect(err?.message).not.toContain("s3cret-pw");
       expect(err).toMatchObject({ code: "EG_LEDGER_UNAVAILABLE", outcome: "retryable" });
     }
-    await expect(ledger.claim(claimRequest())).rejects.toThrow(/\(could not claim a call: /);
-    await expect(ledger.claim(claimRequest())).rejects.toThrow(/Nothing was executed for this call; replay it once the database is reachable\./);
+    await expect(ledger.calls.claim(claimRequest())).rejects.toThrow(/\(could not claim a call: /);
+    await expect(ledger.calls.claim(claimRequest())).rejects.toThrow(/Nothing was executed for this call; replay it once the database is reachable\./);
     await ledger.close();
   });
 
@@ -237,7 +239,7 @@ describe("postgres ledger: when the database cannot be reached", () => {
   it.skipIf(shared)(`a wrong password is named as such, without the password${shared ? " (skipped: the shared server may trust local connections, so no password can be wrong)" : ""}`, async () => {
     const wrong = db.url.replace(/:([0-9a-f]+)@/, ":not-the-password@");
     const ledger = postgresLedger({ connectionString: wrong }, { schema: db.freshSchema() });
-    const err = await ledger.claim(claimRequest()).then(() => undefined, (e: unknown) => e as Error);
+    const err = await ledger.calls.claim(claimRequest()).then(() => undefined, (e: unknown) => e as Error);
     expect(err?.message).toMatch(/^EG_LEDGER_UNAVAILABLE: the ledger postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres schema .* is unavailable \(could not claim a call: 28P01: password authentication failed/);
     expect(err?.message).not.toContain("not-the-password");
     await ledger.close();
@@ -248,27 +250,27 @@ describe("postgres ledger: damaged rows", () => {
   it("refuses a record with an unknown state or unreadable JSON, naming it, and keeps the others readable", async () => {
     const schema = db.freshSchema();
     const ledger = postgresLedger({ connectionString: db.url }, { schema });
-    await ledger.claim(claimRequest({ key: "good" }));
-    await ledger.claim(claimRequest({ key: "bad-state" }));
-    await ledger.claim(claimRequest({ key: "bad-json" }));
+    await ledger.calls.claim(claimRequest({ key: "good" }));
+    await ledger.calls.claim(claimRequest({ key: "bad-state" }));
+    await ledger.calls.claim(claimRequest({ key: "bad-json" }));
     await db.sql(`UPDATE "${schema}".calls SET state = 'exploded' WHERE key = 'bad-state'`);
     // json columns check their text on the way in, so damage can only come from outside: a changed column type.
     await db.sql(`ALTER TABLE "${schema}".calls ALTER COLUMN result TYPE text`);
     await db.sql(`UPDATE "${schema}".calls SET result = '{not json', state = 'completed' WHERE key = 'bad-json'`);
-    await expect(ledger.get("acme", "bad-state")).rejects.toThrow(
-      /EG_LEDGER_CORRUPT: the ledger .* holds a damaged record: record acme\/bad-state has an unknown state "exploded"/,
+    await expect(ledger.calls.get("acme", "bad-state")).rejects.toThrow(
+      /EG_LEDGER_CORRUPT: the ledger .* holds a damaged row: record acme\/bad-state has an unknown state "exploded"/,
     );
-    await expect(ledger.get("acme", "bad-json")).rejects.toThrow(/EG_LEDGER_CORRUPT: .*record acme\/bad-json has unreadable result/);
-    await expect(ledger.claim(claimRequest({ key: "bad-json" }))).rejects.toThrow(/EG_LEDGER_CORRUPT: .*acme\/bad-json/);
-    await expect(ledger.list({ tenant: "acme" })).rejects.toThrow(/EG_LEDGER_CORRUPT/);
-    expect((await ledger.get("acme", "good"))?.state).toBe("in_progress");
+    await expect(ledger.calls.get("acme", "bad-json")).rejects.toThrow(/EG_LEDGER_CORRUPT: .*record acme\/bad-json has unreadable result/);
+    await expect(ledger.calls.claim(claimRequest({ key: "bad-json" }))).rejects.toThrow(/EG_LEDGER_CORRUPT: .*acme\/bad-json/);
+    await expect(ledger.calls.list({ tenant: "acme" })).rejects.toThrow(/EG_LEDGER_CORRUPT/);
+    expect((await ledger.calls.get("acme", "good"))?.state).toBe("in_progress");
     await ledger.close();
   });
 
   it("the gate runs nothing for a damaged record", async () => {
     const schema = db.freshSchema();
     const ledger = postgresLedger({ connectionString: db.url }, { schema });
-    await ledger.claim(claimRequest({ key: "toolu_1", tool: "charge_card" }));
+    await ledger.calls.claim(claimRequest({ key: "toolu_1", tool: "charge_card" }));
     await db.sql(`UPDATE "${schema}".calls SET effect = 'explosive' WHERE key = 'toolu_1'`);
     const c = counter();
     const gate = createGate({ tools: [chargeTool(c)], ledger });
@@ -285,9 +287,9 @@ describe("postgres ledger: fidelity and the clock", () => {
     const ledger = postgresLedger({ connectionString: db.url }, { schema: db.freshSchema() });
     const input = { zeta: 1, alpha: { y: "nul:\u0000", b: [3, 2, 1] }, "ключ": "☃" };
     const result = { id: "T-1", customer: "cus_1", title: "z first, a last", nested: { z: 1, a: 2 }, big: 1e21, neg: -0.5 };
-    await ledger.claim(claimRequest({ input }));
-    await ledger.update("acme", "toolu_1", 1, { state: "completed", result, owner: null });
-    const stored = await ledger.get("acme", "toolu_1");
+    await ledger.calls.claim(claimRequest({ input }));
+    await ledger.calls.update("acme", "toolu_1", 1, { state: "completed", result, owner: null });
+    const stored = await ledger.calls.get("acme", "toolu_1");
     expect(JSON.stringify(stored?.input)).toBe(JSON.stringify(input));
     expect(JSON.stringify(stored?.result)).toBe(JSON.stringify(result));
     await ledger.close();
@@ -295,20 +297,20 @@ describe("postgres ledger: fidelity and the clock", () => {
 
   it("judges leases by the database clock, not the worker's", async () => {
     const ledger = postgresLedger({ connectionString: db.url }, { schema: db.freshSchema() });
-    await ledger.claim(claimRequest({ leaseMs: 60_000 }));
+    await ledger.calls.claim(claimRequest({ leaseMs: 60_000 }));
     const real = Date.now();
-    const dbNow = await ledger.now();
+    const dbNow = await ledger.calls.now();
     expect(Math.abs(dbNow - real)).toBeLessThan(5_000);
     // This worker's clock runs two hours fast: the lease must still count as live.
     const spy = vi.spyOn(Date, "now").mockImplementation(() => real + 2 * 3600_000);
     try {
-      expect(Math.abs((await ledger.now()) - real)).toBeLessThan(5_000);
-      expect(await ledger.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "w", leaseMs: 1000 })).toBeUndefined();
-      expect(await ledger.listUnsettled()).toEqual([]);
+      expect(Math.abs((await ledger.calls.now()) - real)).toBeLessThan(5_000);
+      expect(await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "w", leaseMs: 1000 })).toBeUndefined();
+      expect(await ledger.calls.listUnsettled()).toEqual([]);
     } finally {
       spy.mockRestore();
     }
-    const record = await ledger.get("acme", "toolu_1");
+    const record = await ledger.calls.get("acme", "toolu_1");
     expect(record!.createdAt).toBeGreaterThanOrEqual(dbNow - 5_000);
     expect(record!.leaseExpiresAt).toBe(record!.createdAt + 60_000);
     await ledger.close();
@@ -337,16 +339,20 @@ describe("postgres ledger: cost per call does not grow with the ledger", () => {
        FROM generate_series(1, 50000) AS i`,
     );
     await db.sql(`ANALYZE "${schema}".calls`);
-    const sql = postgresStatements(`"${schema}"`, "fsync");
+    const sql = callStatements(postgresDialect(`"${schema}"`, "fsync"));
+    const bound = (compiled: CompiledSql, values: Record<string, unknown>): [string, unknown[]] => [compiled.text, positional(compiled, values)];
     const plans: Record<string, [string, unknown[]]> = {
-      claim: [sql.claim.text, ["t1", "k1", "x", "write", "t", "k1", "fp", "{}", false, "w", 1000]],
-      get: [sql.get.text, ["t1", "k1"]],
-      update: [sql.update.text, ["t1", "k1", 2, "completed", true, "1", true, null, true, null, null, 0, ["in_progress"]]],
-      takeOver: [sql.takeOver.text, ["t1", "k1", 2, "w", 1000, false]],
-      renew: [sql.renew.text, ["t1", "k1", 2, "w", 1000]],
-      remove: [sql.remove.text, ["t1", "k1", 2]],
-      unsettled: [sql.unsettled, [true, 100]],
-      byKey: [sql.list(["key = $1"], 2), ["k1", 100]],
+      claim: bound(sql.claim, {
+        tenant: "t1", key: "k1", tool: "x", effect: "write", task: "t", tool_use_id: "k1", fingerprint: "fp", input: "{}",
+        input_redacted: false, owner: "w", lease_ms: 1000,
+      }),
+      get: bound(sql.get, { tenant: "t1", key: "k1" }),
+      update: bound(sql.update.completed, updateValues("t1", "k1", 2, { state: "completed", result: 1, error: null, owner: null })),
+      takeOver: bound(sql.takeOver, { tenant: "t1", key: "k1", version: 2, owner: "w", lease_ms: 1000, dead: false }),
+      renew: bound(sql.renew, { tenant: "t1", key: "k1", version: 2, owner: "w", lease_ms: 1000 }),
+      remove: bound(sql.remove, { tenant: "t1", key: "k1", version: 2 }),
+      unsettled: bound(sql.unsettled, { live: true, limit: 100 }),
+      byKey: bound(sql.list(["key"]), { key: "k1", limit: 100 }),
     };
     for (const [name, [text, values]] of Object.entries(plans)) {
       const plan = (await db.sql(`EXPLAIN (FORMAT JSON) ${text}`, values)).rows[0]["QUERY PLAN"][0].Plan as PlanNode;

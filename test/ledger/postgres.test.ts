@@ -1,4 +1,4 @@
-import { postgresLedger } from "../../src/stores/postgres/calls.js";
+import { postgresLedger } from "../../src/stores/postgres/index.js";
 import { usePostgres } from "../support/pg.js";
 import { runLedgerContract } from "./contract.js";
 

@@ -2,7 +2,7 @@ import { writeFileSync, readFileSync, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { claimRequest, runLedgerContract } from "./contract.js";
 import { tempDir } from "../support/tmp.js";
 
@@ -15,11 +15,11 @@ describe("sqlite ledger files", () => {
   it("keeps records across close and reopen", async () => {
     const file = join(dir, "reopen.db");
     const a = sqliteLedger(file);
-    await a.claim(claimRequest());
-    await a.update("acme", "toolu_1", 1, { state: "completed", result: { id: "T-1" }, owner: null });
+    await a.calls.claim(claimRequest());
+    await a.calls.update("acme", "toolu_1", 1, { state: "completed", result: { id: "T-1" }, owner: null });
     await a.close();
     const b = sqliteLedger(file);
-    expect(await b.get("acme", "toolu_1")).toMatchObject({ state: "completed", result: { id: "T-1" } });
+    expect(await b.calls.get("acme", "toolu_1")).toMatchObject({ state: "completed", result: { id: "T-1" } });
     await b.close();
   });
 
@@ -28,23 +28,23 @@ describe("sqlite ledger files", () => {
     const garbage = "this is not a sqlite database, it is a text file ".repeat(200);
     writeFileSync(file, garbage);
     const ledger = sqliteLedger(file);
-    await expect(ledger.claim(claimRequest())).rejects.toThrow(/EG_LEDGER_CORRUPT: the ledger file .*garbage\.db is damaged/);
-    await expect(ledger.get("acme", "toolu_1")).rejects.toThrow(/EG_LEDGER_CORRUPT/);
+    await expect(ledger.calls.claim(claimRequest())).rejects.toThrow(/EG_LEDGER_CORRUPT: the ledger file .*garbage\.db is damaged/);
+    await expect(ledger.calls.get("acme", "toolu_1")).rejects.toThrow(/EG_LEDGER_CORRUPT/);
     expect(readFileSync(file, "utf8")).toBe(garbage);
   });
 
   it("refuses a record whose stored JSON is damaged, naming the record, and keeps the others readable", async () => {
     const file = join(dir, "bad-row.db");
     const ledger = sqliteLedger(file);
-    await ledger.claim(claimRequest({ key: "good" }));
-    await ledger.claim(claimRequest({ key: "bad" }));
+    await ledger.calls.claim(claimRequest({ key: "good" }));
+    await ledger.calls.claim(claimRequest({ key: "bad" }));
     await ledger.close();
     const raw = new Database(file);
     raw.prepare("UPDATE calls SET result = '{not json', state = 'completed' WHERE key = 'bad'").run();
     raw.close();
     const again = sqliteLedger(file);
-    await expect(again.get("acme", "bad")).rejects.toThrow(/EG_LEDGER_CORRUPT.*record acme\/bad has unreadable result/);
-    expect((await again.get("acme", "good"))?.state).toBe("in_progress");
+    await expect(again.calls.get("acme", "bad")).rejects.toThrow(/EG_LEDGER_CORRUPT.*record acme\/bad has unreadable result/);
+    expect((await again.calls.get("acme", "good"))?.state).toBe("in_progress");
     await again.close();
   });
 
@@ -54,7 +54,7 @@ describe("sqlite ledger files", () => {
     raw.pragma("user_version = 99");
     raw.close();
     const ledger = sqliteLedger(file);
-    await expect(ledger.claim(claimRequest())).rejects.toThrow(/EG_LEDGER_TOO_NEW.*schema version 99/);
+    await expect(ledger.calls.claim(claimRequest())).rejects.toThrow(/EG_LEDGER_TOO_NEW.*schema version 99/);
     const check = new Database(file);
     expect(check.pragma("user_version", { simple: true })).toBe(99);
     check.close();
@@ -64,7 +64,7 @@ describe("sqlite ledger files", () => {
     const blocker = join(dir, "a-file");
     writeFileSync(blocker, "x");
     const ledger = sqliteLedger(join(blocker, "ledger.db"));
-    await expect(ledger.claim(claimRequest())).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: the ledger .*a-file\/ledger\.db is unavailable \(could not open it/);
+    await expect(ledger.calls.claim(claimRequest())).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: the ledger .*a-file\/ledger\.db is unavailable \(could not open it/);
     expect(existsSync(join(blocker, "ledger.db"))).toBe(false);
   });
 
@@ -77,8 +77,8 @@ describe("sqlite ledger files", () => {
     raw.close();
     const before = readFileSync(foreign);
     for (const options of [{ create: false }, { readOnly: true }]) {
-      await expect(sqliteLedger(empty, options).list()).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: .*empty\.db is not an effectgate ledger/);
-      await expect(sqliteLedger(foreign, options).list()).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: .*foreign\.db is not an effectgate ledger/);
+      await expect(sqliteLedger(empty, options).calls.list()).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: .*empty\.db is not an effectgate ledger/);
+      await expect(sqliteLedger(foreign, options).calls.list()).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: .*foreign\.db is not an effectgate ledger/);
     }
     expect(readFileSync(empty).length).toBe(0);
     expect(readFileSync(foreign).equals(before)).toBe(true);
@@ -88,11 +88,11 @@ describe("sqlite ledger files", () => {
   it("readOnly reads an existing ledger and cannot write to it", async () => {
     const file = join(dir, "ro.db");
     const rw = sqliteLedger(file);
-    await rw.claim(claimRequest());
+    await rw.calls.claim(claimRequest());
     await rw.close();
     const ro = sqliteLedger(file, { readOnly: true });
-    expect((await ro.get("acme", "toolu_1"))?.state).toBe("in_progress");
-    await expect(ro.claim(claimRequest({ key: "new" }))).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: .*readonly/);
+    expect((await ro.calls.get("acme", "toolu_1"))?.state).toBe("in_progress");
+    await expect(ro.calls.claim(claimRequest({ key: "new" }))).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: .*readonly/);
     await ro.close();
   });
 
@@ -100,8 +100,8 @@ describe("sqlite ledger files", () => {
     const file = join(dir, "wal-bound.db");
     const ledger = sqliteLedger(file, { durability: "process" });
     for (let i = 0; i < 3000; i++) {
-      const { record } = await ledger.claim(claimRequest({ key: `k${i}` }));
-      await ledger.update("acme", `k${i}`, record.version, { state: "completed", result: { i }, owner: null });
+      const { record } = await ledger.calls.claim(claimRequest({ key: `k${i}` }));
+      await ledger.calls.update("acme", `k${i}`, record.version, { state: "completed", result: { i }, owner: null });
     }
     // 3,000 calls write ~6,000 commits of several pages each; without checkpoints the WAL passes 40 MB.
     expect(statSync(`${file}-wal`).size).toBeLessThan(8 * 1024 * 1024);

@@ -11,8 +11,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTicketService, type Ticket, type TicketService } from "../../src/demo/ticket-service.js";
 import type { ToolResultBlock } from "../../src/core/blocks.js";
-import type { RecoverySummary } from "../../src/gate/recover.js";
-import { postgresLedger } from "../../src/stores/postgres/calls.js";
+import type { RecoverySummary } from "../../src/root/create-gate.js";
+import { postgresLedger } from "../../src/stores/postgres/index.js";
 import { startWorker } from "../support/processes.js";
 import { usePostgres } from "../support/pg.js";
 import { requireFreshBuild, WORKER } from "./built.js";
@@ -40,7 +40,7 @@ describe("a worker killed while holding leases on PostgreSQL", () => {
 
     // What the dead worker left: claims it still holds, one of them with its effect done downstream.
     const ledger = postgresLedger({ connectionString: db.url }, { schema });
-    const held = (await ledger.list({ tenant: "acme", state: "in_progress", limit: 1000 })).filter((r) => r.owner === started.owner);
+    const held = (await ledger.calls.list({ tenant: "acme", state: "in_progress", limit: 1000 })).filter((r) => r.owner === started.owner);
     await ledger.close();
     const ticketed = new Set(service.tickets.map((t) => t.idempotencyKey));
     expect(held.length).toBeGreaterThanOrEqual(1);

@@ -16,8 +16,8 @@ import { defineTool } from "../../src/core/tool.js";
 import { createTicketTool } from "../../src/demo/ticket-tool.js";
 import { startTicketService, type TicketService } from "../../src/demo/ticket-service.js";
 import { createGate } from "../../src/root/create-gate.js";
-import type { Alert } from "../../src/gate/runtime.js";
-import { postgresLedger } from "../../src/stores/postgres/calls.js";
+import type { Alert } from "../../src/gate/alerts.js";
+import { postgresLedger } from "../../src/stores/postgres/index.js";
 import { startEmbeddedPostgres, type EmbeddedPg } from "../support/pg.js";
 
 const scope = { tenant: "acme", task: "outage" };
@@ -66,7 +66,7 @@ describe("the PostgreSQL ledger going away mid-run", () => {
     // Ten calls claim their keys durably and start; then the database stops under them.
     const runningA = gate.runToolUses(a, scope);
     await allStarted.promise;
-    expect((await ledger.list({ state: "in_progress" })).map((r) => r.key).sort()).toEqual(a.map((u) => u.id).sort());
+    expect((await ledger.calls.list({ state: "in_progress" })).map((r) => r.key).sort()).toEqual(a.map((u) => u.id).sort());
     await database.stop();
     release.resolve();
     const answersA = await runningA;
@@ -91,7 +91,7 @@ describe("the PostgreSQL ledger going away mid-run", () => {
     await database.start();
     const summary = await gate.recover();
     expect(summary).toMatchObject({ examined: N, completed: N, reexecuted: 0, needsHuman: 0, leftForLater: 0 });
-    expect(await ledger.listUnsettled({ includeLive: true })).toEqual([]);
+    expect(await ledger.calls.listUnsettled({ includeLive: true })).toEqual([]);
 
     // Replays answer from the ledger with the same content; the refused calls run now, once.
     expect(await gate.runToolUses(a, scope)).toEqual(answersA);

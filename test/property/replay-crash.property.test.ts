@@ -32,12 +32,14 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGate } from "../../src/root/create-gate.js";
-import { defineTool, type Json, type ProbeResult } from "../../src/core/tool.js";
+import { defineTool } from "../../src/core/tool.js";
+import { type ProbeResult } from "../../src/core/hooks.js";
+import { type Json } from "../../src/core/json.js";
 import { deriveKey } from "../../src/core/keys.js";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
 import { OutcomeUnknown } from "../../src/core/outcome.js";
-import type { Ledger } from "../../src/contracts/calls.js";
-import type { Alert } from "../../src/gate/runtime.js";
+import type { Stores } from "../../src/contracts/stores.js";
+import type { Alert } from "../../src/gate/alerts.js";
 import type { ToolResultBlock } from "../../src/core/blocks.js";
 
 const SEED = Number(process.env.EG_PROPERTY_SEED ?? 20261130);
@@ -93,7 +95,7 @@ class Life {
 }
 
 /** The worker's handle on the shared ledger: once the worker is dead, nothing it asks ever returns. */
-function workerLedger(inner: Ledger, life: Life): Ledger {
+function workerLedger(inner: Stores, life: Life): Stores {
   const write = async <T>(op: string, run: () => Promise<T>): Promise<T> => {
     if (life.reach(`ledger:${op}:before`)) return never;
     const result = await run();
@@ -105,20 +107,26 @@ function workerLedger(inner: Ledger, life: Life): Ledger {
     const result = await run();
     return life.dead ? never : result;
   };
+  const calls = inner.calls;
   return {
     location: inner.location,
-    claim: (request) => write("claim", () => inner.claim(request)),
-    update: (tenant, key, version, update) => write("update", () => inner.update(tenant, key, version, update)),
-    takeOver: (request) => write("takeOver", () => inner.takeOver(request)),
-    remove: (tenant, key, version) => write("remove", () => inner.remove(tenant, key, version)),
-    // The heartbeat: a dead worker's renewals never happen.
-    renewLease: (tenant, key, version, owner, leaseMs) => read(() => inner.renewLease(tenant, key, version, owner, leaseMs)),
-    get: (tenant, key) => read(() => inner.get(tenant, key)),
-    list: (query) => read(() => inner.list(query)),
-    listUnsettled: (options) => read(() => inner.listUnsettled(options)),
-    now: () => read(() => inner.now()),
-    putCheckpoint: (tenant, id, data) => read(() => inner.putCheckpoint(tenant, id, data)),
-    getCheckpoint: (tenant, id) => read(() => inner.getCheckpoint(tenant, id)),
+    calls: {
+      location: calls.location,
+      claim: (request) => write("claim", () => calls.claim(request)),
+      update: (tenant, key, version, update) => write("update", () => calls.update(tenant, key, version, update)),
+      takeOver: (request) => write("takeOver", () => calls.takeOver(request)),
+      remove: (tenant, key, version) => write("remove", () => calls.remove(tenant, key, version)),
+      // The heartbeat: a dead worker's renewals never happen.
+      renewLease: (tenant, key, version, owner, leaseMs) => read(() => calls.renewLease(tenant, key, version, owner, leaseMs)),
+      get: (tenant, key) => read(() => calls.get(tenant, key)),
+      list: (query) => read(() => calls.list(query)),
+      listUnsettled: (options) => read(() => calls.listUnsettled(options)),
+      now: () => read(() => calls.now()),
+    },
+    checkpoints: {
+      put: (tenant, id, data) => read(() => inner.checkpoints.put(tenant, id, data)),
+      get: (tenant, id) => read(() => inner.checkpoints.get(tenant, id)),
+    },
     close: () => inner.close(),
   };
 }
@@ -239,7 +247,7 @@ async function check({ uses, workers, finalRecovers }: Scenario): Promise<void> 
     if (outcome === "died") {
       diedAt.set(life.diedAt!, (diedAt.get(life.diedAt!) ?? 0) + 1);
       for (const state of ["in_progress", "uncertain"] as const) {
-        for (const record of await ledger.list({ state, tool: "unprobed", limit: 1000 })) {
+        for (const record of await ledger.calls.list({ state, tool: "unprobed", limit: 1000 })) {
           if (!interrupted.has(record.key)) interrupted.set(record.key, downstream.applied.get(record.key) ?? 0);
         }
       }
@@ -263,7 +271,7 @@ async function check({ uses, workers, finalRecovers }: Scenario): Promise<void> 
     for (const [i, block] of content.entries()) {
       const key = keyOf(block);
       const answer = final[i]!;
-      const record = await ledger.get(scope.tenant, key);
+      const record = await ledger.calls.get(scope.tenant, key);
       const applied = downstream.applied.get(key) ?? 0;
       const { behaviour } = block.input;
       const where = `${block.id} (${block.name}, ${behaviour})`;

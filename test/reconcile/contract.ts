@@ -1,10 +1,11 @@
 /**
  * The reconcile contract suite: every store (memory, SQLite, PostgreSQL) runs exactly these
- * tests, for `ledger.listChangedSince` and `ledger.reconcile`. A store that cannot support a
+ * tests, for `ledger.calls.listChangedSince` and `ledger.reconcile`. A store that cannot support a
  * case must skip it by name with a reason, never silently.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { CallRecord, Ledger } from "../../src/contracts/calls.js";
+import type { CallRecord } from "../../src/contracts/calls.js";
+import type { Stores } from "../../src/contracts/stores.js";
 import type { ReconcileStore } from "../../src/contracts/reconcile.js";
 import { compareChange, cursorOf } from "../../src/contracts/change-order.js";
 import { findingId } from "../../src/contracts/finding-rules.js";
@@ -13,7 +14,7 @@ import { claimRequest } from "../ledger/contract.js";
 
 export interface ReconcileContractOptions {
   /** A fresh, empty ledger for one test. */
-  readonly make: () => Promise<Ledger> | Ledger;
+  readonly make: () => Promise<Stores> | Stores;
   readonly skip?: readonly { readonly test: string; readonly reason: string }[];
 }
 
@@ -27,20 +28,20 @@ export function findingReport(overrides: Partial<FindingReport> = {}): FindingRe
 }
 
 /** Completes a claimed call; returns the record. */
-async function complete(ledger: Ledger, tenant: string, key: string, tool = "charge_card"): Promise<CallRecord> {
-  const { record } = await ledger.claim(claimRequest({ tenant, key, tool, toolUseId: key }));
-  const done = await ledger.update(tenant, key, record.version, { state: "completed", result: { key }, owner: null });
+async function complete(ledger: Stores, tenant: string, key: string, tool = "charge_card"): Promise<CallRecord> {
+  const { record } = await ledger.calls.claim(claimRequest({ tenant, key, tool, toolUseId: key }));
+  const done = await ledger.calls.update(tenant, key, record.version, { state: "completed", result: { key }, owner: null });
   if (!done) throw new Error("could not complete");
   return done;
 }
 
 export function runReconcileContract(storeName: string, options: ReconcileContractOptions): void {
   describe(`Reconcile contract: ${storeName}`, () => {
-    let ledger: Ledger;
+    let ledger: Stores;
     let store: ReconcileStore;
     beforeEach(async () => {
       ledger = await options.make();
-      if (!ledger.reconcile || !ledger.listChangedSince) throw new Error(`${storeName} has no reconcile store or listChangedSince`);
+      if (!ledger.reconcile || !ledger.calls.listChangedSince) throw new Error(`${storeName} has no reconcile store or listChangedSince`);
       store = ledger.reconcile;
     });
     afterEach(async () => {
@@ -49,7 +50,7 @@ export function runReconcileContract(storeName: string, options: ReconcileContra
     const skipped = new Map((options.skip ?? []).map((s) => [s.test, s.reason]));
     const test = (name: string, fn: () => Promise<void>) =>
       skipped.has(name) ? it.skip(`${name} (skipped: ${skipped.get(name)})`, fn) : it(name, fn);
-    const changes = (query: Parameters<NonNullable<Ledger["listChangedSince"]>>[0]) => ledger.listChangedSince!(query);
+    const changes = (query: Parameters<NonNullable<Stores["calls"]["listChangedSince"]>>[0]) => ledger.calls.listChangedSince!(query);
 
     // ---- listChangedSince -------------------------------------------------------------------
 
@@ -58,7 +59,7 @@ export function runReconcileContract(storeName: string, options: ReconcileContra
       for (const [tenant, key] of [["acme", "b"], ["globex", "a"], ["acme", "a"], ["acme", "ü-multibyte"], ["acme", "z"]] as const) {
         made.push(await complete(ledger, tenant, key));
       }
-      await ledger.claim(claimRequest({ key: "still-running", tool: "charge_card" }));
+      await ledger.calls.claim(claimRequest({ key: "still-running", tool: "charge_card" }));
       await complete(ledger, "acme", "other-tool", "send_email");
       const listed = await changes({ tool: "charge_card", limit: 100 });
       expect(listed.map((r) => `${r.tenant}/${r.key}`).sort()).toEqual(made.map((r) => `${r.tenant}/${r.key}`).sort());
@@ -88,9 +89,9 @@ export function runReconcileContract(storeName: string, options: ReconcileContra
       await complete(ledger, "acme", "b");
       const read = await changes({ tool: "charge_card" });
       const cursor = cursorOf(read[read.length - 1]!);
-      const { record } = await ledger.claim(claimRequest({ key: "c", tool: "charge_card" }));
+      const { record } = await ledger.calls.claim(claimRequest({ key: "c", tool: "charge_card" }));
       expect(await changes({ tool: "charge_card", after: cursor })).toEqual([]);
-      await ledger.update("acme", "c", record.version, { state: "needs_human", error: "no probe", owner: null });
+      await ledger.calls.update("acme", "c", record.version, { state: "needs_human", error: "no probe", owner: null });
       const again = await changes({ tool: "charge_card", after: cursor });
       expect(again.map((r) => [r.key, r.state])).toEqual([["c", "needs_human"]]);
       expect(again[0]!.updatedAt).toBeGreaterThanOrEqual(first.updatedAt);

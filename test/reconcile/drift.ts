@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { createGate } from "../../src/root/create-gate.js";
-import type { Ledger } from "../../src/contracts/calls.js";
+import type { Stores } from "../../src/contracts/stores.js";
 import { startPaymentService, type PaymentService } from "../../src/demo/payment-service.js";
 import { chargeCardTool } from "../../src/demo/payment-tool.js";
 import { seededRandom } from "../../src/demo/random.js";
@@ -15,10 +15,10 @@ import type { Finding } from "../../src/contracts/findings.js";
 const SEED = Number(process.env.EFFECTGATE_SEED ?? 424242);
 const CALLS = 60;
 
-export function runDriftScenario(storeName: string, make: () => Promise<Ledger> | Ledger): void {
+export function runDriftScenario(storeName: string, make: () => Promise<Stores> | Stores): void {
   describe(`reconcile against seeded drift: ${storeName}`, () => {
     let service: PaymentService | undefined;
-    let ledger: Ledger | undefined;
+    let ledger: Stores | undefined;
     afterEach(async () => {
       await service?.close();
       await ledger?.close();
@@ -42,11 +42,11 @@ export function runDriftScenario(storeName: string, make: () => Promise<Ledger> 
       // Two calls a person must settle: one whose charge did happen (the reply was lost), one whose did not.
       const parked = ["toolu_lost_reply", "toolu_never_sent"];
       for (const key of parked) {
-        const { record } = await ledger.claim({
+        const { record } = await ledger.calls.claim({
           tenant: "acme", key, tool: "charge_card", effect: "write", task: "drift", toolUseId: key, fingerprint: "f".repeat(64),
           input: { customer: "cus_9", amount: 77 }, inputRedacted: false, owner: "worker-gone", leaseMs: 1,
         });
-        await ledger.update("acme", key, record.version, { state: "needs_human", error: "no reply and no probe", owner: null });
+        await ledger.calls.update("acme", key, record.version, { state: "needs_human", error: "no reply and no probe", owner: null });
       }
       const res = await fetch(`${service.url}/charges`, {
         method: "POST", headers: { "content-type": "application/json", "idempotency-key": "toolu_lost_reply" },

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { migratePostgres, postgresLedger } from "../../src/stores/postgres/calls.js";
-import { NOW_MS, postgresStatements } from "../../src/stores/postgres/statements.js";
+import { migratePostgres, postgresLedger } from "../../src/stores/postgres/index.js";
+import { postgresDialect } from "../../src/stores/postgres/statements.js";
+import { callStatements } from "../../src/stores/sql/call-statements.js";
+import { positional } from "../../src/stores/sql/dialect.js";
 import { postgresReconcileStatements } from "../../src/stores/postgres/reconcile.js";
 import { usePostgres } from "../support/pg.js";
 import { runReconcileContract } from "./contract.js";
@@ -44,10 +46,12 @@ describe("postgres reconciliation: a scan's reads walk indexes, whatever the led
        SELECT 'charge_card', 't' || (i % 50), 'k' || i, 'ch_' || i, 'scan', NULL, i FROM generate_series(1, 50000) AS i`,
     );
     for (const table of ["calls", "reconcile_findings", "reconcile_confirmations"]) await pg.sql(`ANALYZE ${s}.${table}`);
-    const ledgerSql = postgresStatements(s, "fsync");
-    const sql = postgresReconcileStatements(s, NOW_MS);
+    const ledgerSql = callStatements(postgresDialect(s, "fsync"));
+    const sql = postgresReconcileStatements(s, "fsync");
     const plans: Record<string, [string, unknown[], string]> = {
-      changes: [ledgerSql.changes.text, ["charge_card", 49_900, "t1", "k1", 50_000, 100], "calls"],
+      changes: [ledgerSql.changes.text, positional(ledgerSql.changes, {
+        tool: "charge_card", at: 49_900, after_tenant: "t1", after_key: "k1", until: 50_000, limit: 100,
+      }), "calls"],
       openFindings: [sql.listFindings(["status = 'open'"], 1), [100], "reconcile_findings"],
       findingsByKey: [sql.listFindings(["status = 'open'", "tool = $1", "key = $2"], 3), ["charge_card", "k500", 100], "reconcile_findings"],
       confirmationsByKey: [sql.confirmationsByKey.text, ["charge_card", "t1", "k1"], "reconcile_confirmations"],

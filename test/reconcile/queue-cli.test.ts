@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGate } from "../../src/root/create-gate.js";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { startPaymentService, type DriftReport, type PaymentService } from "../../src/demo/payment-service.js";
 import { chargeCardTool } from "../../src/demo/payment-tool.js";
 import type { QueueItem } from "../../src/reconcile/queue.js";
@@ -42,12 +42,12 @@ beforeAll(async () => {
   const results = await gate.runToolUses(uses, scope);
   expect(results.filter((r) => r.is_error)).toEqual([]);
   for (const key of ["toolu_h1", "toolu_h2"]) {
-    const { record } = await ledger.claim({
+    const { record } = await ledger.calls.claim({
       tenant: "acme", key, tool: "charge_card", effect: "write", task: "billing", toolUseId: key,
       fingerprint: fingerprint("charge_card", { customer: "cus_h", amount: 99 }),
       input: { customer: "cus_h", amount: 99 }, inputRedacted: false, owner: "worker-gone", leaseMs: 1,
     });
-    await ledger.update("acme", key, record.version, { state: "needs_human", error: "no reply within 30000 ms; no probe answer", owner: null });
+    await ledger.calls.update("acme", key, record.version, { state: "needs_human", error: "no reply within 30000 ms; no probe answer", owner: null });
   }
   drift = service.injectDrift({ seed: 7, dropped: 1, altered: 1, orphans: 1 });
   await gate.close();

@@ -5,9 +5,9 @@
 import { request } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { Ledger } from "../../src/contracts/calls.js";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import type { Stores } from "../../src/contracts/stores.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { receiptsEndpoint, signReceipt, verifyReceiptSignature } from "../../src/server.js";
 import { EffectgateError } from "../../src/core/errors.js";
 import { tempDir } from "../support/tmp.js";
@@ -22,11 +22,14 @@ describe("receipts endpoint: failure and rotation", () => {
   it("answers 503 when the ledger is unavailable, and the redelivered receipt is applied once", async () => {
     const inner = memoryLedger();
     let failures = 1;
-    const flaky: Ledger = {
+    const flaky: Stores = {
       ...inner,
-      async list(query) {
-        if (failures-- > 0) throw new EffectgateError("EG_LEDGER_UNAVAILABLE", "the database is restarting");
-        return inner.list(query);
+      calls: {
+        ...inner.calls,
+        async list(query) {
+          if (failures-- > 0) throw new EffectgateError("EG_LEDGER_UNAVAILABLE", "the database is restarting");
+          return inner.calls.list(query);
+        },
       },
     };
     const errors: string[] = [];

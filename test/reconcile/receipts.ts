@@ -6,7 +6,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Ledger } from "../../src/contracts/calls.js";
+import type { Stores } from "../../src/contracts/stores.js";
 import { receiptsEndpoint, signReceipt, type ReceiptEndpointOptions } from "../../src/server.js";
 import { claimRequest } from "../ledger/contract.js";
 import { emailTool, fakeDownstream, manualClock } from "./support.js";
@@ -35,9 +35,9 @@ export async function serve(options: ReceiptEndpointOptions): Promise<Running> {
 export const receipt = (id: string, key: string, ref: string, fields: Record<string, unknown> = { to: "ann@example.com" }, extra: Record<string, unknown> = {}) =>
   JSON.stringify({ id, tool: "send_email", record: { ref, key, fields, ...extra } });
 
-export function runReceiptSuite(storeName: string, make: () => Promise<Ledger> | Ledger): void {
+export function runReceiptSuite(storeName: string, make: () => Promise<Stores> | Stores): void {
   describe(`receipts endpoint: ${storeName}`, () => {
-    let ledger: Ledger;
+    let ledger: Stores;
     let server: Running;
     const clock = manualClock(Date.now());
     beforeEach(async () => {
@@ -60,8 +60,8 @@ export function runReceiptSuite(storeName: string, make: () => Promise<Ledger> |
     };
     const signed = (body: string, at = Math.floor(clock.now() / 1000)) => post(body, signReceipt(body, SECRET, at));
     async function completed(key: string, to = "ann@example.com") {
-      const { record } = await ledger.claim(claimRequest({ key, tool: "send_email", toolUseId: key, input: { to, subject: "hi" } }));
-      await ledger.update("acme", key, record.version, { state: "completed", result: { id: "msg_x", to }, owner: null });
+      const { record } = await ledger.calls.claim(claimRequest({ key, tool: "send_email", toolUseId: key, input: { to, subject: "hi" } }));
+      await ledger.calls.update("acme", key, record.version, { state: "completed", result: { id: "msg_x", to }, owner: null });
     }
     const everything = async () => ({
       findings: await ledger.reconcile!.listFindings({ limit: 1000 }),
@@ -140,8 +140,8 @@ export function runReceiptSuite(storeName: string, make: () => Promise<Ledger> |
       await completed("toolu_1");
       expect((await signed(receipt("evt_a", "toolu_1", "msg_1", { to: "bob@example.com" }))).body).toMatchObject({ outcome: { result: "finding" } });
       expect((await signed(receipt("evt_b", "toolu_1", "msg_2"))).body).toMatchObject({ outcome: { result: "finding" } });
-      const { record } = await ledger.claim(claimRequest({ key: "toolu_h", tool: "send_email", toolUseId: "toolu_h" }));
-      await ledger.update("acme", "toolu_h", record.version, { state: "needs_human", error: "timed out, no probe", owner: null });
+      const { record } = await ledger.calls.claim(claimRequest({ key: "toolu_h", tool: "send_email", toolUseId: "toolu_h" }));
+      await ledger.calls.update("acme", "toolu_h", record.version, { state: "needs_human", error: "timed out, no probe", owner: null });
       expect((await signed(receipt("evt_c", "toolu_h", "msg_3"))).body).toMatchObject({ outcome: { result: "finding", ledgerState: "needs_human" } });
       const kinds = (await ledger.reconcile!.listFindings()).map((f) => `${f.kind} ${f.key}`).sort();
       expect(kinds).toEqual(["duplicate_downstream toolu_1", "mismatch toolu_1", "unresolved toolu_h"]);

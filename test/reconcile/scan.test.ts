@@ -6,9 +6,9 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createGate, type Gate } from "../../src/root/create-gate.js";
-import type { Ledger } from "../../src/contracts/calls.js";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import type { Stores } from "../../src/contracts/stores.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { reconcile } from "../../src/reconcile/scan.js";
 import { resolveCall } from "../../src/reconcile/queue.js";
 import { defineTool } from "../../src/core/tool.js";
@@ -20,7 +20,7 @@ const scope = { tenant: "acme", task: "t1" };
 
 const dir = tempDir("effectgate-scan-");
 
-function setup(options: { ledger?: Ledger; clockStart?: number } = {}) {
+function setup(options: { ledger?: Stores; clockStart?: number } = {}) {
   const clock = manualClock(options.clockStart);
   const downstream = fakeDownstream();
   const ledger = options.ledger ?? memoryLedger({ clock: clock.now });
@@ -127,11 +127,11 @@ describe("what a scan reports", () => {
 
   it("an unresolved call's finding closes itself once the call is settled, and the next scan confirms the call", async () => {
     const { gate, clock, downstream, ledger } = setup();
-    const { record } = await ledger.claim({
+    const { record } = await ledger.calls.claim({
       tenant: "acme", key: "toolu_x", tool: "send_email", effect: "write", task: "t1", toolUseId: "toolu_x", fingerprint: "f",
       input: { to: "ann@example.com", subject: "hello" }, inputRedacted: false, owner: "gone", leaseMs: 1,
     });
-    await ledger.update("acme", "toolu_x", record.version, { state: "needs_human", error: "no probe", owner: null });
+    await ledger.calls.update("acme", "toolu_x", record.version, { state: "needs_human", error: "no probe", owner: null });
     downstream.records.push({ ref: "msg_77", key: "toolu_x", at: clock.now(), fields: { to: "ann@example.com" } });
     clock.advance(120_000);
     const first = await gate.reconcile();
@@ -145,15 +145,15 @@ describe("what a scan reports", () => {
 
   it("a call that goes from uncertain to needs_human has one open unresolved finding, not two", async () => {
     const { gate, clock, ledger } = setup();
-    const { record } = await ledger.claim({
+    const { record } = await ledger.calls.claim({
       tenant: "acme", key: "toolu_u", tool: "send_email", effect: "write", task: "t1", toolUseId: "toolu_u", fingerprint: "f",
       input: { to: "ann@example.com", subject: "hello" }, inputRedacted: false, owner: "gone", leaseMs: 1,
     });
-    const uncertain = await ledger.update("acme", "toolu_u", record.version, { state: "uncertain", error: "timed out", owner: null });
+    const uncertain = await ledger.calls.update("acme", "toolu_u", record.version, { state: "uncertain", error: "timed out", owner: null });
     clock.advance(120_000);
     const first = await gate.reconcile();
     expect(first.newFindings).toEqual([expect.objectContaining({ kind: "unresolved", ledger: expect.objectContaining({ state: "uncertain" }) })]);
-    await ledger.update("acme", "toolu_u", uncertain!.version, { state: "needs_human", error: "probe budget spent", owner: null });
+    await ledger.calls.update("acme", "toolu_u", uncertain!.version, { state: "needs_human", error: "probe budget spent", owner: null });
     clock.advance(120_000);
     const second = await gate.reconcile();
     expect(second).toMatchObject({ recordsRead: 1, autoResolved: 1 });
@@ -192,7 +192,7 @@ describe("what a scan reports", () => {
     });
     const gate = createGate({ ledger, tools: [flaky], onAlert: () => {} });
     await gate.runToolUses([{ type: "tool_use", id: "toolu_f", name: "send_email", input: { to: "a" } }], scope);
-    expect((await ledger.get("acme", "toolu_f"))?.state).toBe("failed");
+    expect((await ledger.calls.get("acme", "toolu_f"))?.state).toBe("failed");
     clock.advance(120_000);
     const summary = await gate.reconcile();
     expect(summary.newFindings).toHaveLength(1);
@@ -202,7 +202,7 @@ describe("what a scan reports", () => {
 
   it("a downstream record whose call is still in progress is linked, not reported; once completed it is confirmed", async () => {
     const { gate, clock, downstream, ledger } = setup();
-    const { record } = await ledger.claim({
+    const { record } = await ledger.calls.claim({
       tenant: "acme", key: "toolu_r", tool: "send_email", effect: "write", task: "t1", toolUseId: "toolu_r", fingerprint: "f",
       input: { to: "ann@example.com", subject: "hello" }, inputRedacted: false, owner: "worker-b", leaseMs: 600_000,
     });
@@ -211,7 +211,7 @@ describe("what a scan reports", () => {
     const running = await gate.reconcile();
     expect(running).toMatchObject({ recordsRead: 0, newFindings: [] });
     expect(running.tools[0]).toMatchObject({ keyLookups: 1 });
-    await ledger.update("acme", "toolu_r", record.version, { state: "completed", result: { id: "msg_r", to: "ann@example.com" }, owner: null });
+    await ledger.calls.update("acme", "toolu_r", record.version, { state: "completed", result: { id: "msg_r", to: "ann@example.com" }, owner: null });
     clock.advance(120_000);
     const done = await gate.reconcile();
     expect(done).toMatchObject({ recordsRead: 1, confirmed: 1, newFindings: [] });

@@ -1,6 +1,6 @@
 import { join } from "node:path";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { tempDir } from "../support/tmp.js";
 import { runReconcileContract } from "./contract.js";
 

@@ -1,7 +1,7 @@
 /** An in-process downstream (an e-mail service) with a clock the test moves, and the tool in front of it. */
 import { z } from "zod";
 import { defineTool } from "../../src/core/tool.js";
-import type { DownstreamRecord, LookupWindow } from "../../src/contracts/findings.js";
+import type { DownstreamRecord, LookupWindow } from "../../src/core/hooks.js";
 
 export interface ManualClock {
   readonly now: () => number;

@@ -4,12 +4,12 @@
  * with a reason, never silently.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Ledger } from "../../src/contracts/calls.js";
+import type { Stores } from "../../src/contracts/stores.js";
 import type { BeginSaga, NewStep, SagaLog } from "../../src/contracts/sagas.js";
 
 export interface SagaContractOptions {
   /** Makes a fresh, empty ledger (with a saga log) for one test. */
-  readonly make: () => Promise<Ledger> | Ledger;
+  readonly make: () => Promise<Stores> | Stores;
   readonly skip?: readonly { readonly test: string; readonly reason: string }[];
 }
 
@@ -30,7 +30,7 @@ const started = { kind: "saga_started", message: "started" } as const;
 
 export function runSagaLogContract(store: string, options: SagaContractOptions): void {
   describe(`SagaLog contract: ${store}`, () => {
-    let ledger: Ledger;
+    let ledger: Stores;
     let log: SagaLog;
     beforeEach(async () => {
       ledger = await options.make();
@@ -45,7 +45,7 @@ export function runSagaLogContract(store: string, options: SagaContractOptions):
       skipped.has(name) ? it.skip(`${name} (skipped: ${skipped.get(name)})`, fn) : it(name, fn);
 
     test("begin creates a running saga held by the caller, once", async () => {
-      const before = await ledger.now();
+      const before = await ledger.calls.now();
       const first = await log.begin(beginRequest(), started);
       expect(first.created).toBe(true);
       expect(first.saga).toMatchObject({
@@ -105,7 +105,7 @@ export function runSagaLogContract(store: string, options: SagaContractOptions):
 
     test("renewLease extends only the current owner's lease on a running or compensating saga", async () => {
       await log.begin(beginRequest({ leaseMs: 1_000 }), started);
-      const now = await ledger.now();
+      const now = await ledger.calls.now();
       expect(await log.renewLease("acme", "order-1", "worker-a", 60_000)).toBe(true);
       const renewed = await log.get("acme", "order-1");
       expect(renewed?.leaseExpiresAt).toBeGreaterThanOrEqual(now + 60_000);

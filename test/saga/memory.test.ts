@@ -1,4 +1,4 @@
-import { memoryLedger } from "../../src/stores/memory/calls.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
 import { runSagaLogContract } from "./contract.js";
 
 runSagaLogContract("memory", { make: () => memoryLedger() });

@@ -3,7 +3,7 @@
  * a PostgreSQL ledger (the server of EFFECTGATE_TEST_PG_URL, or an embedded one; see test/support/pg.ts).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { postgresLedger } from "../../src/stores/postgres/calls.js";
+import { postgresLedger } from "../../src/stores/postgres/index.js";
 import { createGate } from "../../src/root/create-gate.js";
 import { startShopService } from "../../src/demo/shop-service.js";
 import { placeOrder, shopTools } from "../../src/demo/shop-tools.js";
@@ -37,7 +37,7 @@ describe("sagas on a PostgreSQL ledger", () => {
     });
     expect(status.state).toBe("compensated");
     expect(shop.snapshot()).toEqual(before);
-    expect(await ledger.get("acme", "saga:order-1:charge")).toMatchObject({ state: "compensated" });
+    expect(await ledger.calls.get("acme", "saga:order-1:charge")).toMatchObject({ state: "compensated" });
     const rows = await pg.sql(`SELECT kind FROM "${schema}".saga_events WHERE saga_id = 'order-1' ORDER BY seq`);
     expect(rows.rows.map((r: { kind: string }) => r.kind).at(-1)).toBe("saga_compensated");
   });
@@ -53,7 +53,7 @@ describe("sagas on a PostgreSQL ledger", () => {
     });
     await pg.sql(`UPDATE "${schema}".saga_steps SET state = 'exploded'`);
     await expect(ledger.sagas!.getStep("acme", "order-1", "charge")).rejects.toThrow(
-      /EG_LEDGER_CORRUPT: .*damaged step charge of saga acme\/order-1: an unknown state "exploded".*SELECT \* FROM "eg_test_\w+".saga_steps WHERE tenant = 'acme'/);
+      /EG_LEDGER_CORRUPT: .*damaged row: step charge of saga acme\/order-1 has an unknown state "exploded".*SELECT \* FROM "eg_test_\w+".saga_steps WHERE tenant = 'acme'/);
   });
 
   it("a read-only ledger reads sagas and refuses to change them", async () => {

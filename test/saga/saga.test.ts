@@ -6,11 +6,12 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGate, type GateOptions } from "../../src/root/create-gate.js";
-import { defineTool, type ProbeResult } from "../../src/core/tool.js";
+import { defineTool } from "../../src/core/tool.js";
+import { type ProbeResult } from "../../src/core/hooks.js";
 import { fingerprint } from "../../src/core/keys.js";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
-import type { Ledger } from "../../src/contracts/calls.js";
-import type { Alert } from "../../src/gate/runtime.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import type { Stores } from "../../src/contracts/stores.js";
+import type { Alert } from "../../src/gate/alerts.js";
 import { SagaError } from "../../src/saga/errors.js";
 import { stepKey } from "../../src/saga/keys.js";
 import { ToolRejected } from "../../src/core/outcome.js";
@@ -68,7 +69,7 @@ function tools(w: World, options: { probe?: (key: string) => ProbeResult<unknown
   };
 }
 
-function gateFor(w: World, ledger: Ledger, extra: Partial<GateOptions> = {}, toolOptions: Parameters<typeof tools>[1] = {}) {
+function gateFor(w: World, ledger: Stores, extra: Partial<GateOptions> = {}, toolOptions: Parameters<typeof tools>[1] = {}) {
   const t = tools(w, toolOptions);
   const alerts: Alert[] = [];
   const gate = createGate({
@@ -105,7 +106,7 @@ describe("sagas: forward steps", () => {
     expect(status.steps[0]?.compensation).toEqual({ kind: "hook" });
     expect(status.steps[3]).toMatchObject({ compensable: false, compensation: null, approval: "approved" });
     expect(w.log).toEqual(["reserve", "charge", "ship", "mail"]);
-    expect(await ledger.get("acme", "saga:o-1:charge")).toMatchObject({ state: "completed", tool: "charge" });
+    expect(await ledger.calls.get("acme", "saga:o-1:charge")).toMatchObject({ state: "completed", tool: "charge" });
     expect((await saga.history()).map((e) => e.kind)).toEqual([
       "saga_started", "step_started", "step_completed", "step_started", "step_completed", "step_started", "step_completed",
       "step_approved", "step_completed", "saga_completed",
@@ -147,7 +148,7 @@ describe("sagas: forward steps", () => {
     const status = await saga.compensate("changed my mind");
     expect(status.state).toBe("compensated");
     expect(status.steps.map((s) => s.state)).toEqual(["completed", "compensated"]);
-    expect(await ledger.get("acme", stepKey("o-1", "look"))).toBeUndefined();
+    expect(await ledger.calls.get("acme", stepKey("o-1", "look"))).toBeUndefined();
   });
 });
 
@@ -165,10 +166,10 @@ describe("sagas: failure and compensation", () => {
     expect(sagaErr.status.state).toBe("compensated");
     expect(sagaErr.status.steps.map((s) => [s.name, s.state])).toEqual([["reserve", "compensated"], ["charge", "compensated"], ["ship", "failed"]]);
     expect(w.log).toEqual(["reserve", "charge", "refund", "unreserve"]);
-    expect(await ledger.get("acme", "saga:o-1:charge")).toMatchObject({ state: "compensated" });
-    expect(await ledger.get("acme", "saga:o-1:charge:compensate")).toMatchObject({ state: "completed", tool: "refund" });
-    expect(await ledger.get("acme", "saga:o-1:reserve:compensate")).toMatchObject({ state: "completed", tool: "reserve:compensate" });
-    expect(await ledger.get("acme", "saga:o-1:ship")).toMatchObject({ state: "failed" });
+    expect(await ledger.calls.get("acme", "saga:o-1:charge")).toMatchObject({ state: "compensated" });
+    expect(await ledger.calls.get("acme", "saga:o-1:charge:compensate")).toMatchObject({ state: "completed", tool: "refund" });
+    expect(await ledger.calls.get("acme", "saga:o-1:reserve:compensate")).toMatchObject({ state: "completed", tool: "reserve:compensate" });
+    expect(await ledger.calls.get("acme", "saga:o-1:ship")).toMatchObject({ state: "failed" });
     // Later steps are refused, and the mail was never sent.
     await expect(g.gate.saga("o-1", scope).step("mail", g.t.mail, { n: 3 })).rejects.toThrow(/EG_SAGA_CLOSED: saga o-1 is compensated/);
     expect(w.count("mail")).toBe(0);
@@ -244,7 +245,7 @@ describe("sagas: failure and compensation", () => {
       ["reserve", "compensated"], ["charge", "compensation_failed"], ["ship", "compensated"], ["mail", "failed"],
     ]);
     expect(w.log).toEqual(["reserve", "charge", "ship", "unship", "unreserve"]);
-    expect(await ledger.get("acme", "saga:o-1:charge")).toMatchObject({ state: "compensation_failed", error: expect.stringMatching(/refund failed/) });
+    expect(await ledger.calls.get("acme", "saga:o-1:charge")).toMatchObject({ state: "compensation_failed", error: expect.stringMatching(/refund failed/) });
     expect(g.alerts.map((a) => [a.code, a.key])).toEqual([["needs_human", "saga:o-1:charge"], ["needs_human", "saga:o-1"]]);
     const kinds = (await g.gate.saga("o-1", scope).history()).map((e) => e.kind);
     expect(kinds.slice(-4)).toEqual(["step_compensation_failed", "compensation_started", "step_compensated", "saga_compensation_failed"]);
@@ -274,13 +275,13 @@ describe("sagas: failure and compensation", () => {
     const status = await saga.compensate();
     expect(status.state).toBe("compensated");
     expect(w.count("refund")).toBe(1);
-    expect(await gate.ledger.get("acme", "saga:o-9:charge:compensate")).toMatchObject({ state: "completed", attempts: 2 });
+    expect(await gate.ledger.calls.get("acme", "saga:o-9:charge:compensate")).toMatchObject({ state: "completed", attempts: 2 });
   });
 });
 
 describe("sagas: steps whose outcome the log does not know", () => {
   /** A step logged pending whose call a dead worker on another host left in_progress (lease over). */
-  async function orphan(ledger: Ledger, w: World, name: string, applied: boolean) {
+  async function orphan(ledger: Stores, w: World, name: string, applied: boolean) {
     const g = gateFor(w, ledger, {}, {});
     const saga = g.gate.saga("o-5", scope);
     await saga.step("reserve", g.t.reserve, { n: 1 });
@@ -289,7 +290,7 @@ describe("sagas: steps whose outcome the log does not know", () => {
       inputRedacted: false, fingerprint: fingerprint("ship", { n: 2 }), compensable: true, compensation: { kind: "hook" },
       approval: "not_needed", state: "pending",
     });
-    await ledger.claim({
+    await ledger.calls.claim({
       tenant: "acme", key: stepKey("o-5", name), tool: "ship", effect: "write", task: scope.task, toolUseId: stepKey("o-5", name),
       fingerprint: fingerprint("ship", { n: 2 }), input: { n: 2 }, inputRedacted: false, owner: "other-host/1/dead", leaseMs: -1,
     });
@@ -314,7 +315,7 @@ describe("sagas: steps whose outcome the log does not know", () => {
     const status = await saga.compensate();
     expect(status.steps.map((s) => s.state)).toEqual(["compensated", "skipped"]);
     expect(w.log).toEqual(["reserve", "unreserve"]);
-    expect(await ledger.get("acme", stepKey("o-5", "ship"))).toMatchObject({ state: "failed", error: expect.stringMatching(/not re-run: its probe found no effect/) });
+    expect(await ledger.calls.get("acme", stepKey("o-5", "ship"))).toMatchObject({ state: "failed", error: expect.stringMatching(/not re-run: its probe found no effect/) });
     // The generic recovery finds nothing to re-run.
     const g = gateFor(w, ledger);
     expect((await g.gate.recover()).examined).toBe(0);
@@ -333,7 +334,7 @@ describe("sagas: steps whose outcome the log does not know", () => {
     const status = await noProbe.saga("o-5", scope).compensate();
     expect(status.state).toBe("compensation_failed");
     expect(status.steps.map((s) => s.state)).toEqual(["compensated", "unknown"]);
-    expect(await ledger.get("acme", stepKey("o-5", "ship"))).toMatchObject({ state: "needs_human" });
+    expect(await ledger.calls.get("acme", stepKey("o-5", "ship"))).toMatchObject({ state: "needs_human" });
     expect(w.log).toEqual(["reserve", "ship", "unreserve"]);
   });
 
@@ -448,7 +449,7 @@ describe("sagas: tagged agent calls", () => {
 });
 
 describe("sagas: recovery", () => {
-  async function abandoned(ledger: Ledger, state: "running" | "compensating", onAbandon: "hold" | "compensate" = "hold") {
+  async function abandoned(ledger: Stores, state: "running" | "compensating", onAbandon: "hold" | "compensate" = "hold") {
     const w = world();
     const g = gateFor(w, ledger);
     const saga = g.gate.saga("o-8", scope, { onAbandon });

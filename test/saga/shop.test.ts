@@ -8,10 +8,10 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createGate, type Gate } from "../../src/root/create-gate.js";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { startShopService, type ShopEndpoint, type ShopService } from "../../src/demo/shop-service.js";
 import { placeOrder, shopTools, type OrderRequest } from "../../src/demo/shop-tools.js";
-import type { Alert } from "../../src/gate/runtime.js";
+import type { Alert } from "../../src/gate/alerts.js";
 import type { SagaOptions } from "../../src/saga/types.js";
 import { tempDir } from "../support/tmp.js";
 
@@ -80,8 +80,8 @@ describe("the order saga against the shop", () => {
       expect(s.shop.effects).toMatchObject({ ...undo, mail: 0 });
       // Each forward call that completed is marked compensated in the ledger, next to its compensation's record.
       for (const done of STEPS.slice(0, i)) {
-        expect(await s.gate.ledger.get("acme", `saga:order-1:${done.step}`)).toMatchObject({ state: "compensated" });
-        expect(await s.gate.ledger.get("acme", `saga:order-1:${done.step}:compensate`)).toMatchObject({ state: "completed", attempts: 1 });
+        expect(await s.gate.ledger.calls.get("acme", `saga:order-1:${done.step}`)).toMatchObject({ state: "compensated" });
+        expect(await s.gate.ledger.calls.get("acme", `saga:order-1:${done.step}:compensate`)).toMatchObject({ state: "completed", attempts: 1 });
       }
     });
   }
@@ -136,7 +136,7 @@ describe("the order saga against the shop", () => {
       ["order", "compensated"], ["reserve", "compensated"], ["charge", "compensation_failed"], ["ship", "failed"],
     ]);
     expect(s.shop.snapshot()).toEqual({ ...s.before, balance: { cus_1: 40 } });
-    expect(await s.gate.ledger.get("acme", "saga:order-1:charge")).toMatchObject({ state: "compensation_failed" });
+    expect(await s.gate.ledger.calls.get("acme", "saga:order-1:charge")).toMatchObject({ state: "compensation_failed" });
     expect(s.alerts.filter((a) => a.code === "needs_human").map((a) => a.key)).toEqual(["saga:order-1:charge", "saga:order-1"]);
   });
 

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { tempDir } from "../support/tmp.js";
 import { beginRequest, runSagaLogContract, stepRequest } from "./contract.js";
 

@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { sha256Hex } from "../../src/core/keys.js";
-import type { Ledger } from "../../src/contracts/calls.js";
+import type { Stores } from "../../src/contracts/stores.js";
 import { idempotencyMiddleware, type IdempotencyOptions, type IdempotentRequestFields } from "../../src/server.js";
 import { deferred, manualClock, serve, storeCases, type Deferred, type Running } from "./support.js";
 
@@ -13,7 +13,7 @@ type Req = IncomingMessage & IdempotentRequestFields;
 
 for (const store of storeCases()) {
   describe(`idempotencyMiddleware on node:http (${store.name} ledger)`, () => {
-    let ledger: Ledger;
+    let ledger: Stores;
     let clock: ReturnType<typeof manualClock>;
     let server: Running | undefined;
     /** Times the charge handler applied its effect. */
@@ -101,7 +101,7 @@ for (const store of storeCases()) {
           loseNextReply = false;
           res.end = (() => {
             // What the ledger held at the moment the response went out (both stores read synchronously on call).
-            stateAtSend = ledger.list().then((records) => records.map((r) => r.state));
+            stateAtSend = ledger.calls.list().then((records) => records.map((r) => r.state));
             res.socket?.destroy();
             return res;
           }) as typeof res.end;
@@ -140,7 +140,7 @@ for (const store of storeCases()) {
     it("stores the record under the client's tenant with the route as tool, and never the request body", async () => {
       const url = await start();
       await (await post(url, "key-rec", { amount: 777 }, { authorization: "Bearer abc" })).text();
-      const record = await ledger.get(`http:${sha256Hex("Bearer abc")}`, "key-rec");
+      const record = await ledger.calls.get(`http:${sha256Hex("Bearer abc")}`, "key-rec");
       expect(record).toMatchObject({ state: "completed", tool: "http:POST /charges", effect: "write", inputRedacted: true });
       expect(JSON.stringify(record?.input)).not.toContain("777");
     });
@@ -273,7 +273,7 @@ for (const store of storeCases()) {
       expect(effects).toBe(1);
       // Stored before sent.
       expect(await stateAtSend).toEqual(["completed"]);
-      expect((await ledger.list({ state: "completed" })).map((r) => r.key)).toEqual(["key-lost"]);
+      expect((await ledger.calls.list({ state: "completed" })).map((r) => r.key)).toEqual(["key-lost"]);
 
       const retry = await post(url, "key-lost", { amount: 42 });
       expect(retry.status).toBe(201);
@@ -291,7 +291,7 @@ for (const store of storeCases()) {
       expect(failed.status).toBe(500);
       expect(await failed.json()).toMatchObject({ code: "handler_failed" });
       expect(errors).toEqual([boom]);
-      expect(await ledger.list()).toEqual([]);
+      expect(await ledger.calls.list()).toEqual([]);
 
       const retry = await post(url, "key-x", { amount: 3 });
       expect(retry.status).toBe(201);
@@ -312,7 +312,7 @@ for (const store of storeCases()) {
       });
       const send = () => fetch(`${server!.url}/jobs`, { method: "POST", headers: { "Idempotency-Key": "key-5" }, body: "x" });
       expect((await send()).status).toBe(503);
-      expect(await ledger.list()).toEqual([]);
+      expect(await ledger.calls.list()).toEqual([]);
       const retry = await send();
       expect(retry.status).toBe(200);
       expect(await retry.text()).toBe("ok");
@@ -337,7 +337,7 @@ for (const store of storeCases()) {
       const retryWhileRunning = await post(url, "key-gone", { amount: 8 });
       expect(retryWhileRunning.status).toBe(409);
       hold.resolve();
-      await vi.waitFor(async () => expect((await ledger.list({ state: "completed" })).map((r) => r.key)).toEqual(["key-gone"]), { timeout: 10_000 });
+      await vi.waitFor(async () => expect((await ledger.calls.list({ state: "completed" })).map((r) => r.key)).toEqual(["key-gone"]), { timeout: 10_000 });
 
       const retry = await post(url, "key-gone", { amount: 8 });
       expect(retry.headers.get("idempotent-replayed")).toBe("true");
@@ -357,7 +357,7 @@ for (const store of storeCases()) {
       await closed.promise;
       expect((await send()).status).toBe(409);
       hold.resolve();
-      await vi.waitFor(async () => expect(await ledger.list()).toEqual([]), { timeout: 10_000 });
+      await vi.waitFor(async () => expect(await ledger.calls.list()).toEqual([]), { timeout: 10_000 });
       const retry = await send();
       expect(retry.status).toBe(200);
       expect(await retry.text()).toBe("late");
@@ -396,7 +396,7 @@ for (const store of storeCases()) {
       const again = await get("key-g");
       expect(again.headers.get("idempotent-replayed")).toBeNull();
       expect(await again.json()).toEqual({ entered: 3 });
-      expect(await ledger.list()).toEqual([]);
+      expect(await ledger.calls.list()).toEqual([]);
     });
 
     it("with required: false, runs keyless POSTs every time and still honours a key that is sent", async () => {
@@ -415,7 +415,7 @@ for (const store of storeCases()) {
       expect(res.status).toBe(413);
       expect(await res.json()).toMatchObject({ code: "body_too_large" });
       expect(entered).toBe(0);
-      expect(await ledger.list()).toEqual([]);
+      expect(await ledger.calls.list()).toEqual([]);
     });
 
     it("fingerprints a body a parser already read (Express-style req.body) by canonical JSON", async () => {

@@ -1,13 +1,13 @@
 /** The Hono adapter, through `app.request(...)`, once per store (memory, SQLite). */
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Ledger } from "../../src/contracts/calls.js";
+import type { Stores } from "../../src/contracts/stores.js";
 import { honoIdempotency } from "../../src/server.js";
 import { deferred, manualClock, storeCases, type Deferred } from "./support.js";
 
 for (const store of storeCases()) {
   describe(`honoIdempotency (${store.name} ledger)`, () => {
-    let ledger: Ledger;
+    let ledger: Stores;
     let clock: ReturnType<typeof manualClock>;
     let effects: number;
     let entered: number;
@@ -68,7 +68,7 @@ for (const store of storeCases()) {
       expect(second.headers.get("idempotent-replayed")).toBe("true");
       expect(second.headers.get("location")).toBe("/charges/ch_1");
       expect(effects).toBe(1);
-      expect(await ledger.get("http:anonymous", "h-1")).toMatchObject({ state: "completed", tool: "http:POST /charges" });
+      expect(await ledger.calls.get("http:anonymous", "h-1")).toMatchObject({ state: "completed", tool: "http:POST /charges" });
     });
 
     it("answers a concurrent duplicate with 409 and Retry-After while the first runs", async () => {
@@ -117,7 +117,7 @@ for (const store of storeCases()) {
       failNext = true;
       const failed = await post("h-x", { amount: 3 });
       expect(failed.status).toBe(500);
-      expect(await ledger.list()).toEqual([]);
+      expect(await ledger.calls.list()).toEqual([]);
       const retry = await post("h-x", { amount: 3 });
       expect(retry.status).toBe(201);
       expect(retry.headers.get("idempotent-replayed")).toBeNull();
@@ -145,7 +145,7 @@ for (const store of storeCases()) {
       const get = () => app.request("/charges", { headers: { "Idempotency-Key": "h-g" } });
       expect(await (await get()).json()).toEqual({ entered: 1 });
       expect(await (await get()).json()).toEqual({ entered: 2 });
-      expect(await ledger.list()).toEqual([]);
+      expect(await ledger.calls.list()).toEqual([]);
     });
   });
 }

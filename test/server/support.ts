@@ -1,12 +1,12 @@
 /** Helpers for the server middleware tests: real node:http servers on 127.0.0.1, deferred promises, ledgers per store. */
-import { postgresLedger } from "../../src/stores/postgres/calls.js";
+import { postgresLedger } from "../../src/stores/postgres/index.js";
 import { usePostgres } from "../support/pg.js";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { memoryLedger } from "../../src/stores/memory/calls.js";
-import { sqliteLedger } from "../../src/stores/sqlite/calls.js";
-import type { Ledger } from "../../src/contracts/calls.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
+import type { Stores } from "../../src/contracts/stores.js";
 import { tempDir } from "../support/tmp.js";
 
 export interface Deferred<T = void> {
@@ -44,7 +44,7 @@ export async function serve(listener: (req: IncomingMessage, res: ServerResponse
 export interface StoreCase {
   readonly name: string;
   /** A fresh ledger; `clock` is the time keys expire by (the middleware's `now`). */
-  make(clock: () => number): Ledger;
+  make(clock: () => number): Stores;
 }
 
 /** Call at the top level of a test file: the PostgreSQL case registers the file's database hooks. */

@@ -1,6 +1,7 @@
 /** In-process tools that count their executions, for gate tests. */
 import { z } from "zod";
-import { defineTool, type ProbeResult } from "../../src/core/tool.js";
+import { defineTool } from "../../src/core/tool.js";
+import { type ProbeResult } from "../../src/core/hooks.js";
 
 export interface Counter {
   /** Executions per idempotency key. */

@@ -10,7 +10,8 @@
  */
 import { appendFileSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { decodeCheckpoint, encodeCheckpoint, type CheckpointStore } from "../../checkpoint/codec.js";
+import { decodeCheckpoint, encodeCheckpoint } from "../../checkpoint/codec.js";
+import { type CheckpointStore } from "../../contracts/checkpoints.js";
 import { canonicalJson, type Scope } from "../../core/keys.js";
 import type { ToolResultBlock, ToolUseBlock } from "../../core/blocks.js";
 import type { Executor } from "./levels/types.js";

@@ -29,8 +29,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { canonicalJson } from "../../core/keys.js";
-import type { Json } from "../../core/tool.js";
-import { memoryLedger } from "../../stores/memory/calls.js";
+import type { Json } from "../../core/json.js";
+import { memoryLedger } from "../../stores/memory/index.js";
 import { idempotencyMiddleware } from "../../server.js";
 import { uniformFor } from "../random.js";
 import { SLOW_MS } from "./timing.js";

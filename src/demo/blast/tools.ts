@@ -4,8 +4,9 @@
  * `callDownstream` (retries, keys, a ledger), never in the call itself.
  */
 import { z } from "zod";
-import type { ProbeResult } from "../../core/tool.js";
-import type { EffectClass, Json } from "../../core/tool.js";
+import type { ProbeResult } from "../../core/hooks.js";
+import type { EffectClass } from "../../core/effect-class.js";
+import type { Json } from "../../core/json.js";
 import { OutcomeUnknown, ToolRejected } from "../../core/outcome.js";
 import type { Collection, ServiceName } from "./services.js";
 import type { ToolName } from "./workload.js";

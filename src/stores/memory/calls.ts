@@ -1,25 +1,15 @@
 /**
- * An in-memory ledger for tests and throwaway runs. It keeps the same compare-and-set and
- * lease semantics as the SQL stores (otherwise the contract suite would prove nothing) and
- * hands out copies, so a caller can never mutate a stored record.
+ * The memory store's calls: the same compare-and-set and lease semantics as the SQL stores
+ * (otherwise the contract suite would prove nothing), with copies handed out, so a caller can
+ * never mutate a stored record.
  */
-import type { CallRecord, ClaimRequest, ClaimResult, Ledger, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
+import type { CallRecord, CallStore, ClaimRequest, ClaimResult, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
 import { assertTransition } from "../../core/states.js";
 import { applyUpdate, isTakeable, newRecord } from "../../contracts/call-rules.js";
-import { memoryReconcileStore } from "./reconcile.js";
 import { changeOrder, isAfter } from "../../contracts/change-order.js";
-import { memorySagaLog } from "./sagas.js";
-import { memoryGovernance } from "./governance.js";
 
-export interface MemoryLedgerOptions {
-  /** The clock leases are judged by (default Date.now); tests may pass their own. */
-  readonly clock?: () => number;
-}
-
-export function memoryLedger(options: MemoryLedgerOptions = {}): Ledger {
-  const clock = options.clock ?? Date.now;
+export function memoryCallStore(clock: () => number): CallStore {
   const calls = new Map<string, CallRecord>();
-  const checkpoints = new Map<string, string>();
   const id = (tenant: string, key: string) => `${tenant}\u0000${key}`;
   const copy = (record: CallRecord): CallRecord => structuredClone(record);
 
@@ -100,18 +90,8 @@ export function memoryLedger(options: MemoryLedgerOptions = {}): Ledger {
         (query.after === undefined || isAfter(r, query.after)));
       return changed.sort(changeOrder).slice(0, query.limit ?? 100).map(copy);
     },
-    reconcile: memoryReconcileStore(clock),
-    sagas: memorySagaLog(clock),
-    governance: memoryGovernance(),
     async now() {
       return clock();
     },
-    async putCheckpoint(tenant, checkpointId, data) {
-      checkpoints.set(id(tenant, checkpointId), data);
-    },
-    async getCheckpoint(tenant, checkpointId) {
-      return checkpoints.get(id(tenant, checkpointId));
-    },
-    async close() {},
   };
 }

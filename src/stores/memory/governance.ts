@@ -5,7 +5,7 @@
  * between, which is what makes it atomic in one process. Hands out copies only.
  */
 import { EffectgateError } from "../../core/errors.js";
-import { canMoveApproval } from "../../governance/approvals.js";
+import { canMoveApproval } from "../../contracts/approval-states.js";
 import type { ApprovalRecord, Breaker, GovernanceStore, KillSwitch, QuotaCounter } from "../../contracts/governance.js";
 
 const EVERY = "";

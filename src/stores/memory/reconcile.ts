@@ -3,7 +3,7 @@
  * whose status only `resolveFinding` changes, insert-once confirmations and receipts), and
  * copies handed out so a caller can never change what is stored.
  */
-import type { Json } from "../../core/tool.js";
+import type { Json } from "../../core/json.js";
 import type { ConfirmationQuery, FindingQuery, ReconcileStore } from "../../contracts/reconcile.js";
 import { checkResolution, confirmationId, newFinding, newReceipt, refreshFinding, resolveOnce } from "../../contracts/finding-rules.js";
 import type { Confirmation, Finding, StoredReceipt } from "../../contracts/findings.js";

@@ -4,7 +4,6 @@
  * this code knows is refused by name (EG_LEDGER_TOO_NEW) and left untouched.
  */
 import type { PoolClient } from "pg";
-import { governanceMigrationSql } from "./governance.js";
 
 export interface Migration {
   readonly version: number;
@@ -245,4 +244,131 @@ export async function applyMigrations(client: PoolClient, schema: string, quoted
     await client.query("ROLLBACK").catch(() => undefined);
     throw err;
   }
+}
+
+/** Advisory-lock namespace for rate windows ("EGRW"); the second key is hashtext(breaker id). */
+const RATE_LOCK = 0x45475257;
+
+/** The governance tables and functions, for schema `s` (already quoted). Migration 4. */
+export function governanceMigrationSql(s: string): string {
+  return `
+    CREATE TABLE ${s}.kill_switches (
+      tenant text COLLATE "C" NOT NULL,
+      agent text COLLATE "C" NOT NULL,
+      by_whom text NOT NULL,
+      reason text,
+      since bigint NOT NULL,
+      PRIMARY KEY (tenant, agent)
+    );
+    CREATE TABLE ${s}.quota_counters (counter text COLLATE "C" PRIMARY KEY, used double precision NOT NULL, updated_at bigint NOT NULL);
+    CREATE TABLE ${s}.quota_uses (tenant text COLLATE "C" NOT NULL, key text COLLATE "C" NOT NULL, at bigint NOT NULL, PRIMARY KEY (tenant, key));
+    CREATE TABLE ${s}.rate_events (
+      breaker text COLLATE "C" NOT NULL,
+      tenant text COLLATE "C" NOT NULL,
+      key text COLLATE "C" NOT NULL,
+      at bigint NOT NULL,
+      PRIMARY KEY (breaker, tenant, key)
+    );
+    CREATE INDEX rate_events_window ON ${s}.rate_events (breaker, at);
+    CREATE TABLE ${s}.breakers (
+      id text COLLATE "C" PRIMARY KEY,
+      tenant text COLLATE "C" NOT NULL,
+      scope text COLLATE "C" NOT NULL,
+      state text NOT NULL,
+      reason text NOT NULL,
+      opened_at bigint NOT NULL,
+      closed_by text,
+      closed_at bigint
+    );
+    CREATE INDEX breakers_open ON ${s}.breakers (scope) WHERE state = 'open';
+    CREATE TABLE ${s}.approvals (
+      id text COLLATE "C" PRIMARY KEY,
+      tenant text COLLATE "C" NOT NULL,
+      key text COLLATE "C" NOT NULL,
+      tool text NOT NULL,
+      effect text NOT NULL,
+      task text NOT NULL,
+      agent text,
+      tool_use_id text NOT NULL,
+      input json NOT NULL,
+      preview json,
+      reasons json NOT NULL,
+      digest text NOT NULL,
+      policy_version text NOT NULL,
+      state text NOT NULL,
+      requested_by text NOT NULL,
+      requested_at bigint NOT NULL,
+      expires_at bigint NOT NULL,
+      decided_by text,
+      decided_at bigint,
+      note text,
+      consumed_at bigint
+    );
+    CREATE INDEX approvals_by_state ON ${s}.approvals (state, requested_at, id);
+    CREATE FUNCTION ${s}.consume_quota(p_tenant text, p_key text, p_counters text[], p_limits double precision[], p_amounts double precision[], p_now bigint)
+    RETURNS json LANGUAGE plpgsql AS $body$
+    DECLARE
+      i integer;
+      cur double precision;
+    BEGIN
+      -- Once per call: a replayed or twin call finds its row and charges nothing.
+      INSERT INTO ${s}.quota_uses (tenant, key, at) VALUES (p_tenant, p_key, p_now) ON CONFLICT DO NOTHING;
+      IF NOT FOUND THEN
+        RETURN json_build_object('ok', true, 'charged', false);
+      END IF;
+      -- Lock every counter, in one order, before reading any.
+      INSERT INTO ${s}.quota_counters (counter, used, updated_at)
+        SELECT c, 0, p_now FROM (SELECT DISTINCT unnest(p_counters) AS c) AS d ORDER BY c ON CONFLICT DO NOTHING;
+      PERFORM 1 FROM ${s}.quota_counters WHERE counter = ANY(p_counters) ORDER BY counter FOR UPDATE;
+      FOR i IN 1 .. coalesce(array_length(p_counters, 1), 0) LOOP
+        SELECT used INTO cur FROM ${s}.quota_counters WHERE counter = p_counters[i];
+        IF cur + p_amounts[i] > p_limits[i] THEN
+          DELETE FROM ${s}.quota_uses WHERE tenant = p_tenant AND key = p_key;
+          DELETE FROM ${s}.quota_counters WHERE counter = ANY(p_counters) AND used = 0;
+          RETURN json_build_object('ok', false, 'counter', p_counters[i], 'used', cur, 'limit', p_limits[i], 'amount', p_amounts[i]);
+        END IF;
+      END LOOP;
+      UPDATE ${s}.quota_counters AS q SET used = q.used + c.amount, updated_at = p_now
+        FROM unnest(p_counters, p_amounts) AS c(counter, amount) WHERE q.counter = c.counter;
+      RETURN json_build_object('ok', true, 'charged', true);
+    END
+    $body$;
+    CREATE FUNCTION ${s}.hit_rate(p_tenant text, p_key text, p_scopes text[], p_breakers text[], p_breaker_scopes text[],
+                                  p_limits integer[], p_windows bigint[], p_now bigint)
+    RETURNS json LANGUAGE plpgsql AS $body$
+    DECLARE
+      b ${s}.breakers;
+      i integer;
+      n bigint;
+      fresh boolean[] := '{}';
+    BEGIN
+      -- One window at a time: lock each this call counts in, in one order, before reading.
+      PERFORM pg_advisory_xact_lock(${RATE_LOCK}, hashtext(x)) FROM (SELECT DISTINCT unnest(p_breakers) AS x ORDER BY 1) AS l;
+      SELECT * INTO b FROM ${s}.breakers WHERE state = 'open' AND scope = ANY(p_scopes) LIMIT 1;
+      IF FOUND THEN
+        RETURN json_build_object('ok', false, 'opened', false, 'breaker', row_to_json(b));
+      END IF;
+      FOR i IN 1 .. coalesce(array_length(p_breakers, 1), 0) LOOP
+        DELETE FROM ${s}.rate_events WHERE breaker = p_breakers[i] AND at <= p_now - p_windows[i];
+        IF EXISTS (SELECT 1 FROM ${s}.rate_events WHERE breaker = p_breakers[i] AND tenant = p_tenant AND key = p_key) THEN
+          fresh := fresh || false;
+          CONTINUE;
+        END IF;
+        SELECT count(*) INTO n FROM ${s}.rate_events WHERE breaker = p_breakers[i];
+        IF n + 1 > p_limits[i] THEN
+          INSERT INTO ${s}.breakers (id, tenant, scope, state, reason, opened_at, closed_by, closed_at)
+            VALUES (p_breakers[i], p_tenant, p_breaker_scopes[i], 'open',
+                    format('more than %s call%s within %s ms', p_limits[i], CASE WHEN p_limits[i] = 1 THEN '' ELSE 's' END, p_windows[i]),
+                    p_now, NULL, NULL)
+            ON CONFLICT (id) DO UPDATE SET state = 'open', reason = excluded.reason, opened_at = excluded.opened_at, closed_by = NULL, closed_at = NULL
+            RETURNING * INTO b;
+          RETURN json_build_object('ok', false, 'opened', true, 'breaker', row_to_json(b));
+        END IF;
+        fresh := fresh || true;
+      END LOOP;
+      INSERT INTO ${s}.rate_events (breaker, tenant, key, at)
+        SELECT p_breakers[k], p_tenant, p_key, p_now FROM generate_subscripts(p_breakers, 1) AS k WHERE fresh[k];
+      RETURN json_build_object('ok', true);
+    END
+    $body$;`;
 }

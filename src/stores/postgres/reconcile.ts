@@ -1,79 +1,40 @@
 /**
  * The PostgreSQL ledger's reconcile store: tables in the ledger's schema (migration 2 of
- * src/ledger/postgres/migrations.ts), one statement per operation, insert-once
+ * migrations.ts), one statement per operation, insert-once
  * (`ON CONFLICT DO NOTHING`) or compare-and-set on the status, times on the database's clock.
  * Rows come back as raw text (the ledger's RAW_TYPES) and are checked field by field: a damaged
  * row is refused by name (EG_LEDGER_CORRUPT), never read as something else.
  */
-import { createHash } from "node:crypto";
-import { EffectgateError } from "../../core/errors.js";
-import type { Json } from "../../core/tool.js";
+import type { Json } from "../../core/json.js";
 import type { FindingQuery, ReconcileStore } from "../../contracts/reconcile.js";
 import { checkResolution, evidenceOf, findingFilters } from "../../contracts/finding-rules.js";
-import { FINDING_KINDS, type Confirmation, type DownstreamRecord, type Finding, type FindingKind, type LedgerSnapshot, type StoredReceipt } from "../../contracts/findings.js";
-
-type RawRow = Readonly<Record<string, string | null | undefined>>;
-
-/** A statement text and the name it is prepared under (derived from the text, as the ledger's own). */
-export interface PgStatement {
-  readonly text: string;
-  readonly name: string;
-}
-
-/** How the ledger lends its pool: `run` opens and maps errors to the ledger's codes, `query` returns raw rows. */
-export interface PostgresAccess {
-  /** Epoch milliseconds on the database clock, as SQL. */
-  readonly nowSql: string;
-  run<T>(what: string, writes: boolean, fn: () => Promise<T>): Promise<T>;
-  query(statement: PgStatement | string, values: readonly unknown[]): Promise<{ rows: RawRow[]; rowCount: number | null }>;
-  /** Where the ledger is, for messages. */
-  readonly location: string;
-}
-
-const named = (text: string): PgStatement => ({ text, name: `effectgate_rc_${createHash("sha256").update(text).digest("hex").slice(0, 24)}` });
+import { FINDING_KINDS, type Confirmation, type Finding, type FindingKind, type LedgerSnapshot, type StoredReceipt } from "../../contracts/findings.js";
+import { type DownstreamRecord } from "../../core/hooks.js";
+import { TRY_AGAIN, type PostgresAccess } from "./access.js";
+import { fieldsOf, type RawRow } from "./rows.js";
+import { clockOf, named } from "./statements.js";
 
 const FINDING_COLS = "id, kind, tool, tenant, key, status, source, summary, evidence, first_seen_at, last_seen_at, times_seen, resolved_at, resolution, resolved_by";
 const RECEIPT_COLS = "id, digest, tool, record, received_at, processed_at, outcome";
 const CONFIRMATION_COLS = "tool, tenant, key, ref, source, fields, at";
 
-class Damage extends Error {}
-
+/** Readers for one row, plus its `source` (scan | receipt). */
 function decoder(row: RawRow, what: string) {
-  const text = (field: string): string => {
-    const value = row[field];
-    if (typeof value !== "string") throw new Damage(`${what} has no ${field}`);
-    return value;
-  };
-  const optionalText = (field: string): string | null => row[field] ?? null;
-  const int = (field: string): number => {
-    const raw = text(field);
-    const value = Number(raw);
-    if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(value)) throw new Damage(`${what} has an unreadable ${field} (${JSON.stringify(raw)})`);
-    return value;
-  };
-  const optionalInt = (field: string): number | null => (row[field] == null ? null : int(field));
-  const json = <T>(field: string): T => {
-    try {
-      return JSON.parse(text(field)) as T;
-    } catch (err) {
-      if (err instanceof Damage) throw err;
-      throw new Damage(`${what} has unreadable ${field} (${err instanceof Error ? err.message : String(err)})`);
-    }
-  };
+  const f = fieldsOf(row, what);
   const source = (): "scan" | "receipt" => {
-    const value = text("source");
-    if (value !== "scan" && value !== "receipt") throw new Damage(`${what} has an unknown source ${JSON.stringify(value)}`);
+    const value = f.text("source");
+    if (value !== "scan" && value !== "receipt") throw f.bad(`has an unknown source ${JSON.stringify(value)}`);
     return value;
   };
-  return { text, optionalText, int, optionalInt, json, source };
+  return { ...f, source };
 }
 
 function decodeFinding(row: RawRow): Finding {
   const d = decoder(row, `finding ${row.id ?? "?"}`);
   const kind = d.text("kind");
-  if (!(FINDING_KINDS as readonly string[]).includes(kind)) throw new Damage(`finding ${row.id ?? "?"} has an unknown kind ${JSON.stringify(kind)}`);
+  if (!(FINDING_KINDS as readonly string[]).includes(kind)) throw d.bad(`has an unknown kind ${JSON.stringify(kind)}`);
   const status = d.text("status");
-  if (status !== "open" && status !== "resolved") throw new Damage(`finding ${row.id ?? "?"} has an unknown status ${JSON.stringify(status)}`);
+  if (status !== "open" && status !== "resolved") throw d.bad(`has an unknown status ${JSON.stringify(status)}`);
   const evidence = d.json<{ ledger: LedgerSnapshot | null; downstream: DownstreamRecord[]; differences: Finding["differences"] }>("evidence");
   return {
     id: d.text("id"), kind: kind as FindingKind, tool: d.text("tool"), tenant: d.optionalText("tenant"), key: d.text("key"),
@@ -99,31 +60,33 @@ function decodeReceipt(row: RawRow): StoredReceipt {
   };
 }
 
-/** The store's statements for a schema name already quoted; `now` is the database clock as SQL. */
-export function postgresReconcileStatements(s: string, now: string) {
+/** The store's statements for a schema name already quoted; `c` is the clock every write joins (statements.ts). */
+export function postgresReconcileStatements(s: string, durability: "fsync" | "process") {
+  const clock = clockOf(durability);
+  const now = "c.now";
   return {
     insertFinding: named(`INSERT INTO ${s}.reconcile_findings (${FINDING_COLS})
        SELECT $1::text, $2::text, $3::text, $4::text, $5::text, 'open', $6::text, $7::text, $8::json, c.now, c.now, 1, NULL, NULL, NULL
-       FROM (SELECT ${now} AS now) AS c
+       FROM ${clock}
        ON CONFLICT (id) DO NOTHING RETURNING ${FINDING_COLS}`),
     refreshFinding: named(`UPDATE ${s}.reconcile_findings AS f SET summary = $2::text, evidence = $3::json,
          last_seen_at = greatest(f.last_seen_at, c.now), times_seen = f.times_seen + 1
-       FROM (SELECT ${now} AS now) AS c WHERE f.id = $1 RETURNING ${FINDING_COLS.split(", ").map((col) => `f.${col}`).join(", ")}`),
+       FROM ${clock} WHERE f.id = $1 RETURNING ${FINDING_COLS.split(", ").map((col) => `f.${col}`).join(", ")}`),
     getFinding: named(`SELECT ${FINDING_COLS} FROM ${s}.reconcile_findings WHERE id = $1`),
     resolveFinding: named(`UPDATE ${s}.reconcile_findings AS f SET status = 'resolved', resolved_at = c.now, resolution = $2::text, resolved_by = $3::text
-       FROM (SELECT ${now} AS now) AS c WHERE f.id = $1 AND f.status = 'open' RETURNING ${FINDING_COLS.split(", ").map((col) => `f.${col}`).join(", ")}`),
+       FROM ${clock} WHERE f.id = $1 AND f.status = 'open' RETURNING ${FINDING_COLS.split(", ").map((col) => `f.${col}`).join(", ")}`),
     insertConfirmation: named(`INSERT INTO ${s}.reconcile_confirmations (${CONFIRMATION_COLS})
-       SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::json, ${now}
+       SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::json, ${now} FROM ${clock}
        ON CONFLICT (tool, tenant, key, ref) DO NOTHING RETURNING ref`),
     confirmationsByKey: named(`SELECT ${CONFIRMATION_COLS} FROM ${s}.reconcile_confirmations WHERE tool = $1 AND tenant = $2 AND key = $3 ORDER BY at, ref`),
     confirmationsByRef: named(`SELECT ${CONFIRMATION_COLS} FROM ${s}.reconcile_confirmations WHERE tool = $1 AND ref = $2 ORDER BY at, tenant, key`),
     insertReceipt: named(`INSERT INTO ${s}.reconcile_receipts (${RECEIPT_COLS})
-       SELECT $1::text, $2::text, $3::text, $4::json, ${now}, NULL, NULL
+       SELECT $1::text, $2::text, $3::text, $4::json, ${now}, NULL, NULL FROM ${clock}
        ON CONFLICT (id) DO NOTHING RETURNING ${RECEIPT_COLS}`),
     getReceipt: named(`SELECT ${RECEIPT_COLS} FROM ${s}.reconcile_receipts WHERE id = $1`),
-    finishReceipt: named(`UPDATE ${s}.reconcile_receipts SET processed_at = ${now}, outcome = $2::json WHERE id = $1 AND processed_at IS NULL`),
+    finishReceipt: named(`UPDATE ${s}.reconcile_receipts SET processed_at = ${now}, outcome = $2::json FROM ${clock} WHERE id = $1 AND processed_at IS NULL`),
     getCursor: named(`SELECT value FROM ${s}.reconcile_cursors WHERE name = $1`),
-    putCursor: named(`INSERT INTO ${s}.reconcile_cursors (name, value, updated_at) SELECT $1::text, $2::json, ${now}
+    putCursor: named(`INSERT INTO ${s}.reconcile_cursors (name, value, updated_at) SELECT $1::text, $2::json, ${now} FROM ${clock}
        ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`),
     /** `where` holds findingFilters' terms; the limit is the last parameter. */
     listFindings: (where: readonly string[], limitParam: number) =>
@@ -131,21 +94,9 @@ export function postgresReconcileStatements(s: string, now: string) {
   };
 }
 
-export function postgresReconcileStore(s: string, access: PostgresAccess): ReconcileStore {
-  const sql = postgresReconcileStatements(s, access.nowSql);
-
-  /** Runs an operation; a damaged row is refused by name. */
-  const op = <T>(what: string, writes: boolean, fn: () => Promise<T>): Promise<T> =>
-    access.run(what, writes, async () => {
-      try {
-        return await fn();
-      } catch (err) {
-        if (err instanceof Damage) {
-          throw new EffectgateError("EG_LEDGER_CORRUPT", `the ledger ${access.location} holds a damaged reconciliation row: ${err.message}. It was left as it is.`, { cause: err });
-        }
-        throw err;
-      }
-    });
+export function postgresReconcileStore(access: PostgresAccess): ReconcileStore {
+  const sql = postgresReconcileStatements(access.schema, access.durability);
+  const op = <T>(what: string, writes: boolean, fn: () => Promise<T>): Promise<T> => access.run({ what, next: TRY_AGAIN, writes }, fn);
 
   return {
     recordFinding: (report) =>

@@ -1,29 +1,27 @@
 /**
- * Rows come back as raw text (see RAW_TYPES) and are checked here field by field, so a damaged
- * row is refused by name instead of being read as something else, and the ledger does not
- * depend on the type parsers a user may have set globally on node-postgres.
+ * Rows come back as the server's raw text (RAW_TYPES) and are read here field by field, so a
+ * damaged row is refused by name (RowDamage, then EG_LEDGER_CORRUPT) instead of being read as
+ * something else, and the ledger does not depend on type parsers a user set globally on
+ * node-postgres. Every PostgreSQL store decodes its rows with `fieldsOf`.
  */
 import type { CustomTypesConfig } from "pg";
 import { isCallState } from "../../core/states.js";
-import { EFFECT_CLASSES, type EffectClass, type Json } from "../../core/tool.js";
+import { isEffectClass } from "../../core/effect-class.js";
+import type { Json } from "../../core/json.js";
 import type { CallRecord } from "../../contracts/calls.js";
+import { RowDamage } from "../row-damage.js";
 
 /** Every column as the server's text: no global parser (int8 as BigInt, json revivers…) touches the ledger's rows. */
 export const RAW_TYPES = { getTypeParser: () => (value: string) => value } as unknown as CustomTypesConfig;
 
 export type RawRow = Readonly<Record<string, string | null | undefined>>;
 
-/** What is wrong with a row; the store wraps it in EG_LEDGER_CORRUPT naming the record. */
-export class RowDamage extends Error {
-  constructor(readonly tenant: string, readonly key: string, problem: string) {
-    super(`record ${tenant}/${key} ${problem}`);
-  }
-}
+/** A SQL string literal, for the inspection queries damage messages print. */
+export const literal = (value: string | null | undefined) => `'${(value ?? "?").replaceAll("'", "''")}'`;
 
-export function decodeCall(row: RawRow): CallRecord {
-  const tenant = row.tenant ?? "?";
-  const key = row.key ?? "?";
-  const bad = (problem: string) => new RowDamage(tenant, key, problem);
+/** Readers for one row; each throws RowDamage naming `subject` (and `inspect`, a query to look at the row). */
+export function fieldsOf(row: RawRow, subject: string, inspect?: string) {
+  const bad = (problem: string) => new RowDamage(subject, problem, inspect);
   const text = (field: string): string => {
     const value = row[field];
     if (typeof value !== "string") throw bad(`has no ${field}`);
@@ -37,39 +35,54 @@ export function decodeCall(row: RawRow): CallRecord {
     return value;
   };
   const optionalInt = (field: string): number | null => (row[field] == null ? null : int(field));
-  const json = (field: string, raw: string): Json => {
+  const num = (field: string): number => {
+    const value = Number(text(field));
+    if (!Number.isFinite(value)) throw bad(`has an unreadable ${field} (${JSON.stringify(row[field])})`);
+    return value;
+  };
+  const json = <T = Json>(field: string): T => {
+    const raw = text(field);
     try {
-      return JSON.parse(raw) as Json;
+      return JSON.parse(raw) as T;
     } catch (err) {
       throw bad(`has unreadable ${field} (${err instanceof Error ? err.message : String(err)})`);
     }
   };
-  const state = text("state");
-  if (!isCallState(state)) throw bad(`has an unknown state ${JSON.stringify(state)}`);
-  const effect = text("effect");
-  if (!EFFECT_CLASSES.includes(effect as EffectClass)) throw bad(`has an unknown effect ${JSON.stringify(effect)}`);
-  const redacted = text("input_redacted");
-  if (redacted !== "t" && redacted !== "f") throw bad(`has an unreadable input_redacted (${JSON.stringify(redacted)})`);
-  const result = optionalText("result");
+  const optionalJson = <T = Json>(field: string): T | null => (row[field] == null ? null : json<T>(field));
+  const bool = (field: string): boolean => {
+    const raw = text(field);
+    if (raw !== "t" && raw !== "f") throw bad(`has an unreadable ${field} (${JSON.stringify(raw)})`);
+    return raw === "t";
+  };
+  return { bad, text, optionalText, int, optionalInt, num, json, optionalJson, bool };
+}
+
+export function decodeCall(row: RawRow, table: string): CallRecord {
+  const f = fieldsOf(row, `record ${row.tenant ?? "?"}/${row.key ?? "?"}`,
+    `${table} WHERE tenant = ${literal(row.tenant)} AND key = ${literal(row.key)}`);
+  const state = f.text("state");
+  if (!isCallState(state)) throw f.bad(`has an unknown state ${JSON.stringify(state)}`);
+  const effect = f.text("effect");
+  if (!isEffectClass(effect)) throw f.bad(`has an unknown effect ${JSON.stringify(effect)}`);
   return {
-    tenant: text("tenant"),
-    key: text("key"),
-    tool: text("tool"),
-    effect: effect as EffectClass,
-    task: text("task"),
-    toolUseId: text("tool_use_id"),
-    fingerprint: text("fingerprint"),
-    input: json("input", text("input")),
-    inputRedacted: redacted === "t",
+    tenant: f.text("tenant"),
+    key: f.text("key"),
+    tool: f.text("tool"),
+    effect,
+    task: f.text("task"),
+    toolUseId: f.text("tool_use_id"),
+    fingerprint: f.text("fingerprint"),
+    input: f.json("input"),
+    inputRedacted: f.bool("input_redacted"),
     state,
-    result: result === null ? null : json("result", result),
-    error: optionalText("error"),
-    owner: optionalText("owner"),
-    leaseExpiresAt: optionalInt("lease_expires_at"),
-    attempts: int("attempts"),
-    version: int("version"),
-    createdAt: int("created_at"),
-    updatedAt: int("updated_at"),
+    result: f.optionalJson("result"),
+    error: f.optionalText("error"),
+    owner: f.optionalText("owner"),
+    leaseExpiresAt: f.optionalInt("lease_expires_at"),
+    attempts: f.int("attempts"),
+    version: f.int("version"),
+    createdAt: f.int("created_at"),
+    updatedAt: f.int("updated_at"),
   };
 }
 

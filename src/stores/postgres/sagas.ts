@@ -8,29 +8,15 @@
  * by field: a damaged row is refused by name (EG_LEDGER_CORRUPT), never read as something else.
  */
 import type { PoolClient } from "pg";
-import { EffectgateError } from "../../core/errors.js";
-import { EFFECT_CLASSES, type EffectClass, type Json } from "../../core/tool.js";
+import { EFFECT_CLASSES, type EffectClass } from "../../core/effect-class.js";
 import type {
   AddStepResult, Approval, NewSagaEvent, SagaEvent, SagaEventKind, SagaLog, SagaQuery, SagaRecord, SagaStepRecord,
 } from "../../contracts/sagas.js";
 import { applySagaUpdate, applyStepUpdate, isCompensation, newSaga, newStep } from "../../contracts/saga-rules.js";
 import { isSagaState, isStepState } from "../../contracts/saga-states.js";
-import { isConnectionError } from "./errors.js";
-import { RAW_TYPES, type RawRow } from "./rows.js";
+import { SAGA_NEXT, type PostgresAccess } from "./access.js";
+import { fieldsOf, literal, RAW_TYPES, type RawRow } from "./rows.js";
 import { equalityFilters, NOW_MS } from "./statements.js";
-
-/** What the saga log borrows from the ledger that owns the pool. */
-export interface PostgresSagaAccess {
-  /** The ledger's schema, already validated and quoted. */
-  readonly schema: string;
-  readonly durability: "fsync" | "process";
-  /** Where the ledger is, for messages. */
-  readonly location: string;
-  /** Runs one operation: the ledger ready (migrated), errors mapped to the contract's codes, read-only refused for writes. */
-  run<T>(what: string, writes: boolean, fn: () => Promise<T>): Promise<T>;
-  /** A client of the ledger's pool (released by the saga log). */
-  connect(): Promise<PoolClient>;
-}
 
 const SAGA_COLS = "tenant, saga_id, task, state, on_abandon, owner, lease_expires_at, reason, resolution, version, created_at, updated_at";
 const STEP_COLS =
@@ -38,33 +24,14 @@ const STEP_COLS =
   "state, result, error, compensation_key, version, created_at, updated_at";
 const APPROVALS: readonly Approval[] = ["not_needed", "approved", "refused"];
 
-export function postgresSagaLog(access: PostgresSagaAccess): SagaLog {
+export function postgresSagaLog(access: PostgresAccess): SagaLog {
   const s = access.schema;
-  const damaged = (what: string, problem: string, where: string) =>
-    new EffectgateError(
-      "EG_LEDGER_CORRUPT",
-      `the ledger ${access.location} holds a damaged ${what}: ${problem}. It was left as it is; other sagas are unaffected. Inspect it with: SELECT * FROM ${where}`,
-    );
-
   const q = (client: PoolClient, text: string, values: readonly unknown[] = []) =>
     client.query<RawRow>({ text, values: values as unknown[], types: RAW_TYPES });
 
-  async function withClient<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await access.connect();
-    let broken: unknown;
-    try {
-      return await fn(client);
-    } catch (err) {
-      broken = isConnectionError(err) ? err : undefined;
-      throw err;
-    } finally {
-      client.release(broken instanceof Error ? broken : undefined);
-    }
-  }
-
   /** One transaction; `durability: "process"` commits it without waiting for the flush (this transaction only). */
   function transaction<T>(what: string, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-    return access.run(what, true, () => withClient(async (client) => {
+    return access.run({ what, next: SAGA_NEXT, writes: true }, () => access.withClient(async (client) => {
       await client.query("BEGIN");
       try {
         if (access.durability === "process") await client.query("SET LOCAL synchronous_commit TO off");
@@ -77,7 +44,8 @@ export function postgresSagaLog(access: PostgresSagaAccess): SagaLog {
       }
     }));
   }
-  const read = <T>(what: string, fn: (client: PoolClient) => Promise<T>): Promise<T> => access.run(what, false, () => withClient(fn));
+  const read = <T>(what: string, fn: (client: PoolClient) => Promise<T>): Promise<T> =>
+    access.run({ what, next: SAGA_NEXT, writes: false }, () => access.withClient(fn));
 
   /** Locks the saga's row (every write to a saga takes it first) and reads it with the database clock. */
   async function lockSaga(client: PoolClient, tenant: string, id: string): Promise<{ saga: SagaRecord | undefined; now: number }> {
@@ -92,90 +60,47 @@ export function postgresSagaLog(access: PostgresSagaAccess): SagaLog {
     return int(rows[0] ?? {}, "now", () => "the database clock");
   }
 
-  const int = (row: RawRow, field: string, where: () => string): number => {
-    const raw = row[field];
-    const value = Number(raw);
-    if (typeof raw !== "string" || !/^-?\d+$/.test(raw) || !Number.isSafeInteger(value)) {
-      throw damaged(where(), `unreadable ${field} (${JSON.stringify(raw)})`, `${s}.sagas`);
-    }
-    return value;
-  };
-
-  function fields(row: RawRow, what: string, where: string) {
-    const bad = (problem: string) => damaged(what, problem, where);
-    const text = (field: string): string => {
-      const value = row[field];
-      if (typeof value !== "string") throw bad(`no ${field}`);
-      return value;
-    };
-    const optionalText = (field: string): string | null => row[field] ?? null;
-    const integer = (field: string): number => {
-      const raw = text(field);
-      const value = Number(raw);
-      if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(value)) throw bad(`unreadable ${field} (${JSON.stringify(raw)})`);
-      return value;
-    };
-    const optionalInt = (field: string): number | null => (row[field] == null ? null : integer(field));
-    const json = (field: string, raw: string): Json => {
-      try {
-        return JSON.parse(raw) as Json;
-      } catch (err) {
-        throw bad(`unreadable ${field} (${err instanceof Error ? err.message : String(err)})`);
-      }
-    };
-    const optionalJson = (field: string): Json | null => {
-      const raw = optionalText(field);
-      return raw === null ? null : json(field, raw);
-    };
-    const bool = (field: string): boolean => {
-      const raw = text(field);
-      if (raw !== "t" && raw !== "f") throw bad(`unreadable ${field} (${JSON.stringify(raw)})`);
-      return raw === "t";
-    };
-    return { bad, text, optionalText, integer, optionalInt, json, optionalJson, bool };
-  }
-
-  const literal = (value: string | null | undefined) => `'${(value ?? "?").replaceAll("'", "''")}'`;
+  const int = (row: RawRow, field: string, where: () => string): number => fieldsOf(row, where(), `${s}.sagas`).int(field);
 
   function decodeSaga(row: RawRow): SagaRecord {
-    const f = fields(row, `saga ${row.tenant ?? "?"}/${row.saga_id ?? "?"}`,
+    const f = fieldsOf(row, `saga ${row.tenant ?? "?"}/${row.saga_id ?? "?"}`,
       `${s}.sagas WHERE tenant = ${literal(row.tenant)} AND saga_id = ${literal(row.saga_id)}`);
     const state = f.text("state");
-    if (!isSagaState(state)) throw f.bad(`an unknown state ${JSON.stringify(state)}`);
+    if (!isSagaState(state)) throw f.bad(`has an unknown state ${JSON.stringify(state)}`);
     const onAbandon = f.text("on_abandon");
-    if (onAbandon !== "hold" && onAbandon !== "compensate") throw f.bad(`an unknown on_abandon ${JSON.stringify(onAbandon)}`);
+    if (onAbandon !== "hold" && onAbandon !== "compensate") throw f.bad(`has an unknown on_abandon ${JSON.stringify(onAbandon)}`);
     return {
       tenant: f.text("tenant"), id: f.text("saga_id"), task: f.text("task"), state, onAbandon,
       owner: f.optionalText("owner"), leaseExpiresAt: f.optionalInt("lease_expires_at"), reason: f.optionalText("reason"),
-      resolution: f.optionalText("resolution"), version: f.integer("version"), createdAt: f.integer("created_at"), updatedAt: f.integer("updated_at"),
+      resolution: f.optionalText("resolution"), version: f.int("version"), createdAt: f.int("created_at"), updatedAt: f.int("updated_at"),
     };
   }
 
   function decodeStep(row: RawRow): SagaStepRecord {
-    const f = fields(row, `step ${row.name ?? "?"} of saga ${row.tenant ?? "?"}/${row.saga_id ?? "?"}`,
+    const f = fieldsOf(row, `step ${row.name ?? "?"} of saga ${row.tenant ?? "?"}/${row.saga_id ?? "?"}`,
       `${s}.saga_steps WHERE tenant = ${literal(row.tenant)} AND saga_id = ${literal(row.saga_id)} AND name = ${literal(row.name)}`);
     const state = f.text("state");
-    if (!isStepState(state)) throw f.bad(`an unknown state ${JSON.stringify(state)}`);
+    if (!isStepState(state)) throw f.bad(`has an unknown state ${JSON.stringify(state)}`);
     const effect = f.text("effect");
-    if (!EFFECT_CLASSES.includes(effect as EffectClass)) throw f.bad(`an unknown effect ${JSON.stringify(effect)}`);
+    if (!EFFECT_CLASSES.includes(effect as EffectClass)) throw f.bad(`has an unknown effect ${JSON.stringify(effect)}`);
     const approval = f.text("approval");
-    if (!APPROVALS.includes(approval as Approval)) throw f.bad(`an unknown approval ${JSON.stringify(approval)}`);
+    if (!APPROVALS.includes(approval as Approval)) throw f.bad(`has an unknown approval ${JSON.stringify(approval)}`);
     const compensation = f.optionalJson("compensation");
-    if (compensation !== null && !isCompensation(compensation)) throw f.bad("a compensation effectgate did not write");
+    if (compensation !== null && !isCompensation(compensation)) throw f.bad("has a compensation effectgate did not write");
     return {
-      tenant: f.text("tenant"), sagaId: f.text("saga_id"), name: f.text("name"), position: f.integer("position"), tool: f.text("tool"),
-      effect: effect as EffectClass, key: f.text("key"), input: f.json("input", f.text("input")), inputRedacted: f.bool("input_redacted"),
+      tenant: f.text("tenant"), sagaId: f.text("saga_id"), name: f.text("name"), position: f.int("position"), tool: f.text("tool"),
+      effect: effect as EffectClass, key: f.text("key"), input: f.json("input"), inputRedacted: f.bool("input_redacted"),
       fingerprint: f.text("fingerprint"), compensable: f.bool("compensable"), compensation, approval: approval as Approval, state,
       result: f.optionalJson("result"), error: f.optionalText("error"), compensationKey: f.optionalText("compensation_key"),
-      version: f.integer("version"), createdAt: f.integer("created_at"), updatedAt: f.integer("updated_at"),
+      version: f.int("version"), createdAt: f.int("created_at"), updatedAt: f.int("updated_at"),
     };
   }
 
   function decodeEvent(row: RawRow): SagaEvent {
-    const f = fields(row, `event ${row.seq ?? "?"} of saga ${row.tenant ?? "?"}/${row.saga_id ?? "?"}`,
+    const f = fieldsOf(row, `event ${row.seq ?? "?"} of saga ${row.tenant ?? "?"}/${row.saga_id ?? "?"}`,
       `${s}.saga_events WHERE tenant = ${literal(row.tenant)} AND saga_id = ${literal(row.saga_id)} AND seq = ${row.seq ?? "0"}`);
     return {
-      tenant: f.text("tenant"), sagaId: f.text("saga_id"), seq: f.integer("seq"), at: f.integer("at"), kind: f.text("kind") as SagaEventKind,
+      tenant: f.text("tenant"), sagaId: f.text("saga_id"), seq: f.int("seq"), at: f.int("at"), kind: f.text("kind") as SagaEventKind,
       step: f.optionalText("step"), message: f.text("message"), data: f.optionalJson("data"),
     };
   }
@@ -237,7 +162,7 @@ export function postgresSagaLog(access: PostgresSagaAccess): SagaLog {
         return next;
       }),
     renewLease: (tenant, id, owner, leaseMs) =>
-      access.run("renew a saga's lease", true, () => withClient(async (client) => {
+      access.run({ what: "renew a saga's lease", next: SAGA_NEXT, writes: true }, () => access.withClient(async (client) => {
         const res = await q(client,
           `UPDATE ${s}.sagas SET lease_expires_at = ${NOW_MS} + $4::bigint
            WHERE tenant = $1 AND saga_id = $2 AND owner = $3 AND state IN ('running', 'compensating')`, [tenant, id, owner, leaseMs]);

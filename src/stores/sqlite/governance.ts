@@ -1,20 +1,18 @@
 /**
  * Governance state in the SQLite ledger file (sqliteLedger's `governance`), in the tables of
- * the ledger's governance migration (src/ledger/sqlite.ts). Quota charges and rate windows
+ * the ledger's governance migration (migrations.ts). Quota charges and rate windows
  * run in one IMMEDIATE transaction each: the write lock is taken before reading, so workers in
  * several processes sharing the file can never admit more than a limit between them.
  */
 import type Database from "better-sqlite3";
 import { EffectgateError } from "../../core/errors.js";
-import { EFFECT_CLASSES, type EffectClass, type Json } from "../../core/tool.js";
-import { canMoveApproval } from "../../governance/approvals.js";
-import { APPROVAL_STATES, type ApprovalRecord, type ApprovalState, type Breaker, type DryRunPreview, type GovernanceStore, type KillSwitch, type QuotaCounter } from "../../contracts/governance.js";
-
-/** How the ledger lends its connection: opened on demand, errors mapped to EG_LEDGER_* codes. */
-export interface SqliteAccess {
-  readonly location: string;
-  run<T>(what: string, fn: (db: Database.Database) => T): T;
-}
+import { EFFECT_CLASSES, type EffectClass } from "../../core/effect-class.js";
+import { type Json } from "../../core/json.js";
+import { canMoveApproval } from "../../contracts/approval-states.js";
+import { RowDamage } from "../row-damage.js";
+import { preparedOnce, type SqliteAccess } from "./access.js";
+import { APPROVAL_STATES, type ApprovalRecord, type ApprovalState, type Breaker, type GovernanceStore, type KillSwitch, type QuotaCounter } from "../../contracts/governance.js";
+import { type DryRunPreview } from "../../core/hooks.js";
 
 const EVERY = "";
 
@@ -26,19 +24,13 @@ interface ApprovalRow {
   requested_at: number; expires_at: number; decided_by: string | null; decided_at: number | null; note: string | null; consumed_at: number | null;
 }
 
-const cache = new WeakMap<Database.Database, ReturnType<typeof prepare>>();
-const statements = (db: Database.Database) => {
-  let s = cache.get(db);
-  if (!s) cache.set(db, (s = prepare(db)));
-  return s;
-};
+const statements = preparedOnce(prepare);
 
 export function sqliteGovernance(access: SqliteAccess): GovernanceStore {
-  const run = <T>(what: string, fn: (s: ReturnType<typeof prepare>, db: Database.Database) => T): T =>
+  const run = <T>(what: string, fn: (s: ReturnType<typeof prepare>, db: Database.Database) => T): Promise<T> =>
     access.run(what, (db) => fn(statements(db), db));
 
-  const damaged = (id: string, what: string) =>
-    new EffectgateError("EG_LEDGER_CORRUPT", `approval ${id} in ${access.location} has unreadable ${what}; it was left as it is`);
+  const damaged = (id: string, what: string) => new RowDamage(`approval ${id}`, `has unreadable ${what}`);
 
   function decodeApproval(row: ApprovalRow): ApprovalRecord {
     const json = <T>(text: string, what: string): T => {
@@ -188,7 +180,7 @@ function decodeBreaker(row: BreakerRow): Breaker {
   };
 }
 
-// Writes that return rows run with .all() (see src/ledger/sqlite.ts: .get() would leave the statement unfinished).
+// Writes that return rows run with .all() (see calls.ts: .get() would leave the statement unfinished).
 function prepare(db: Database.Database) {
   return {
     // The (tenant, agent) primary key with '' for "every": at most four point lookups.

@@ -1,20 +1,17 @@
 /**
  * The SQLite ledger's reconcile store: tables in the ledger's own file (created by migration 2
- * of src/ledger/sqlite.ts), written with single statements that are
+ * of migrations.ts), written with single statements that are
  * insert-once (`ON CONFLICT DO NOTHING`) or compare-and-set on the status, so concurrent
  * scans, receipts and people resolving findings never overwrite each other.
  */
 import type Database from "better-sqlite3";
-import type { Json } from "../../core/tool.js";
-import { FINDING_KINDS, type Confirmation, type DownstreamRecord, type Finding, type FindingKind, type LedgerSnapshot, type StoredReceipt } from "../../contracts/findings.js";
+import type { Json } from "../../core/json.js";
+import { FINDING_KINDS, type Confirmation, type Finding, type FindingKind, type LedgerSnapshot, type StoredReceipt } from "../../contracts/findings.js";
+import { type DownstreamRecord } from "../../core/hooks.js";
 import type { FindingQuery, ReconcileStore } from "../../contracts/reconcile.js";
 import { checkResolution, evidenceOf, findingFilters } from "../../contracts/finding-rules.js";
-
-/** How the ledger lends its connection: opened lazily, errors mapped to the ledger's codes. */
-export interface SqliteAccess {
-  run<T>(what: string, fn: (db: Database.Database) => T): T;
-}
-
+import { RowDamage } from "../row-damage.js";
+import { preparedOnce, type SqliteAccess } from "./access.js";
 
 interface FindingRow {
   id: string; kind: string; tool: string; tenant: string | null; key: string; status: string; source: string;
@@ -24,22 +21,19 @@ interface FindingRow {
 interface ConfirmationRow { tool: string; tenant: string; key: string; ref: string; source: string; fields: string | null; at: number }
 interface ReceiptRow { id: string; digest: string; tool: string; record: string; received_at: number; processed_at: number | null; outcome: string | null }
 
-/** Rows that do not read back as what was written are damage, named by the row. */
-export class ReconcileRowDamage extends Error {}
-
 function parse<T>(text: string, what: string): T {
   try {
     return JSON.parse(text) as T;
   } catch (err) {
-    throw new ReconcileRowDamage(`${what} is unreadable: ${err instanceof Error ? err.message : String(err)}`);
+    throw new RowDamage(what, `is unreadable: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 
 export function decodeFinding(row: FindingRow): Finding {
   const what = `finding ${row.id}`;
-  if (!(FINDING_KINDS as readonly string[]).includes(row.kind)) throw new ReconcileRowDamage(`${what} has an unknown kind ${JSON.stringify(row.kind)}`);
-  if (row.status !== "open" && row.status !== "resolved") throw new ReconcileRowDamage(`${what} has an unknown status ${JSON.stringify(row.status)}`);
-  if (row.source !== "scan" && row.source !== "receipt") throw new ReconcileRowDamage(`${what} has an unknown source ${JSON.stringify(row.source)}`);
+  if (!(FINDING_KINDS as readonly string[]).includes(row.kind)) throw new RowDamage(what, `has an unknown kind ${JSON.stringify(row.kind)}`);
+  if (row.status !== "open" && row.status !== "resolved") throw new RowDamage(what, `has an unknown status ${JSON.stringify(row.status)}`);
+  if (row.source !== "scan" && row.source !== "receipt") throw new RowDamage(what, `has an unknown source ${JSON.stringify(row.source)}`);
   const evidence = parse<{ ledger: LedgerSnapshot | null; downstream: DownstreamRecord[]; differences: Finding["differences"] }>(row.evidence, `${what} evidence`);
   return {
     id: row.id, kind: row.kind as FindingKind, tool: row.tool, tenant: row.tenant, key: row.key, summary: row.summary,
@@ -50,7 +44,7 @@ export function decodeFinding(row: FindingRow): Finding {
 }
 
 export function decodeConfirmation(row: ConfirmationRow): Confirmation {
-  if (row.source !== "scan" && row.source !== "receipt") throw new ReconcileRowDamage(`confirmation ${row.tool}/${row.key}/${row.ref} has an unknown source`);
+  if (row.source !== "scan" && row.source !== "receipt") throw new RowDamage(`confirmation ${row.tool}/${row.key}/${row.ref}`, "has an unknown source");
   return {
     tool: row.tool, tenant: row.tenant, key: row.key, ref: row.ref, source: row.source,
     fields: row.fields === null ? null : parse(row.fields, `confirmation ${row.tool}/${row.key}/${row.ref} fields`), at: row.at,
@@ -65,14 +59,10 @@ export function decodeReceipt(row: ReceiptRow): StoredReceipt {
   };
 }
 
+const statements = preparedOnce(prepare);
+
 export function sqliteReconcileStore(access: SqliteAccess): ReconcileStore {
-  const cache = new WeakMap<Database.Database, ReturnType<typeof prepare>>();
   const listCache = new WeakMap<Database.Database, Map<string, Database.Statement>>();
-  const statements = (db: Database.Database) => {
-    let s = cache.get(db);
-    if (!s) cache.set(db, (s = prepare(db)));
-    return s;
-  };
 
   return {
     async recordFinding(report) {
@@ -175,14 +165,14 @@ export function sqliteReconcileStore(access: SqliteAccess): ReconcileStore {
       });
     },
     async putCursor(name, value) {
-      access.run("save a scan cursor", (db) => {
+      await access.run("save a scan cursor", (db) => {
         statements(db).putCursor.run({ name, value: JSON.stringify(value), now: Date.now() });
       });
     },
   };
 }
 
-// Writes run with .all() (see src/ledger/sqlite.ts: .get() leaves the statement unfinished and the WAL unchecked).
+// Writes run with .all() (see calls.ts: .get() leaves the statement unfinished and the WAL unchecked).
 function prepare(db: Database.Database) {
   return {
     insertFinding: db.prepare(

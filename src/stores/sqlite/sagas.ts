@@ -1,28 +1,20 @@
 /**
  * The SQLite store's saga log, in the ledger's own file (tables `sagas`, `saga_steps`,
- * `saga_events`, created by the ledger's migrations in sqlite.ts). Every write is one
+ * `saga_events`, migration 3 of migrations.ts). Every write is one
  * IMMEDIATE transaction that reads the row, applies the shared rules (src/saga/records.ts)
  * and writes it back with its event, so the compare-and-set and the history line commit
  * together, durably at the ledger's durability level.
  */
 import type Database from "better-sqlite3";
-import type { EffectgateError } from "../../core/errors.js";
-import { EFFECT_CLASSES, type EffectClass, type Json } from "../../core/tool.js";
+import { EFFECT_CLASSES, type EffectClass } from "../../core/effect-class.js";
+import { type Json } from "../../core/json.js";
 import type {
   AddStepResult, Approval, NewSagaEvent, SagaEvent, SagaEventKind, SagaLog, SagaQuery, SagaRecord, SagaStepRecord,
 } from "../../contracts/sagas.js";
 import { applySagaUpdate, applyStepUpdate, isCompensation, newSaga, newStep } from "../../contracts/saga-rules.js";
 import { isSagaState, isStepState } from "../../contracts/saga-states.js";
-
-/** What the saga log needs from the ledger that owns the file. */
-export interface SqliteAccess {
-  /** The open connection, opening (and migrating) the file on first use. */
-  connection(): Database.Database;
-  /** Runs `fn`, mapping driver errors to the contract's (EG_LEDGER_CORRUPT / EG_LEDGER_UNAVAILABLE). */
-  guard<T>(what: string, fn: () => T): T;
-  /** EG_LEDGER_CORRUPT naming the file and what was damaged. */
-  damaged(err: unknown, what: string): EffectgateError;
-}
+import { RowDamage } from "../row-damage.js";
+import { preparedOnce, type SqliteAccess } from "./access.js";
 
 interface SagaRow {
   tenant: string; saga_id: string; task: string; state: string; on_abandon: string; owner: string | null;
@@ -43,38 +35,26 @@ interface EventRow {
 
 const APPROVALS: readonly Approval[] = ["not_needed", "approved", "refused"];
 
-export function sqliteSagaLog(access: SqliteAccess): SagaLog {
-  const cache = new WeakMap<Database.Database, ReturnType<typeof prepare>>();
-  const open = () => {
-    const conn = access.connection();
-    let statements = cache.get(conn);
-    if (!statements) {
-      statements = prepare(conn);
-      cache.set(conn, statements);
-    }
-    return { conn, s: statements };
-  };
-  /** One IMMEDIATE transaction (the write lock is taken first, so the read inside is current). */
-  const write = <T>(what: string, fn: (s: ReturnType<typeof prepare>) => T): T =>
-    access.guard(what, () => {
-      const { conn, s } = open();
-      return conn.transaction(() => fn(s)).immediate();
-    });
-  const read = <T>(what: string, fn: (s: ReturnType<typeof prepare>) => T): T => access.guard(what, () => fn(open().s));
+const statements = preparedOnce(prepare);
 
-  const parse = (text: string, what: string): Json => {
+export function sqliteSagaLog(access: SqliteAccess): SagaLog {
+  /** One IMMEDIATE transaction (the write lock is taken first, so the read inside is current). */
+  const write = <T>(what: string, fn: (s: ReturnType<typeof prepare>) => T): Promise<T> => access.write(what, (db) => fn(statements(db)));
+  const read = <T>(what: string, fn: (s: ReturnType<typeof prepare>) => T): Promise<T> => access.run(what, (db) => fn(statements(db)));
+
+  const parse = (text: string, subject: string, field: string): Json => {
     try {
       return JSON.parse(text) as Json;
     } catch (err) {
-      throw access.damaged(err, what);
+      throw new RowDamage(subject, `has unreadable ${field} (${err instanceof Error ? err.message : String(err)})`);
     }
   };
 
   function decodeSaga(row: SagaRow): SagaRecord {
     const where = `saga ${row.tenant}/${row.saga_id}`;
-    if (!isSagaState(row.state)) throw access.damaged(new Error(`unknown state ${JSON.stringify(row.state)}`), where);
+    if (!isSagaState(row.state)) throw new RowDamage(where, `has an unknown state ${JSON.stringify(row.state)}`);
     if (row.on_abandon !== "hold" && row.on_abandon !== "compensate") {
-      throw access.damaged(new Error(`unknown on_abandon ${JSON.stringify(row.on_abandon)}`), where);
+      throw new RowDamage(where, `has an unknown on_abandon ${JSON.stringify(row.on_abandon)}`);
     }
     return {
       tenant: row.tenant, id: row.saga_id, task: row.task, state: row.state, onAbandon: row.on_abandon,
@@ -85,18 +65,18 @@ export function sqliteSagaLog(access: SqliteAccess): SagaLog {
 
   function decodeStep(row: StepRow): SagaStepRecord {
     const where = `step ${row.name} of saga ${row.tenant}/${row.saga_id}`;
-    const bad = (problem: string) => access.damaged(new Error(problem), where);
-    if (!isStepState(row.state)) throw bad(`unknown state ${JSON.stringify(row.state)}`);
-    if (!EFFECT_CLASSES.includes(row.effect as EffectClass)) throw bad(`unknown effect ${JSON.stringify(row.effect)}`);
-    if (!APPROVALS.includes(row.approval as Approval)) throw bad(`unknown approval ${JSON.stringify(row.approval)}`);
-    const compensation = row.compensation === null ? null : parse(row.compensation, `${where} has unreadable compensation`);
-    if (compensation !== null && !isCompensation(compensation)) throw bad(`compensation ${row.compensation ?? ""} is not one effectgate wrote`);
+    const bad = (problem: string) => new RowDamage(where, problem);
+    if (!isStepState(row.state)) throw bad(`has an unknown state ${JSON.stringify(row.state)}`);
+    if (!EFFECT_CLASSES.includes(row.effect as EffectClass)) throw bad(`has an unknown effect ${JSON.stringify(row.effect)}`);
+    if (!APPROVALS.includes(row.approval as Approval)) throw bad(`has an unknown approval ${JSON.stringify(row.approval)}`);
+    const compensation = row.compensation === null ? null : parse(row.compensation, where, "compensation");
+    if (compensation !== null && !isCompensation(compensation)) throw bad(`has a compensation ${row.compensation ?? ""} that effectgate did not write`);
     return {
       tenant: row.tenant, sagaId: row.saga_id, name: row.name, position: row.position, tool: row.tool,
-      effect: row.effect as EffectClass, key: row.key, input: parse(row.input, `${where} has unreadable input`),
+      effect: row.effect as EffectClass, key: row.key, input: parse(row.input, where, "input"),
       inputRedacted: row.input_redacted === 1, fingerprint: row.fingerprint, compensable: row.compensable === 1,
       compensation, approval: row.approval as Approval, state: row.state,
-      result: row.result === null ? null : parse(row.result, `${where} has unreadable result`),
+      result: row.result === null ? null : parse(row.result, where, "result"),
       error: row.error, compensationKey: row.compensation_key, version: row.version,
       createdAt: row.created_at, updatedAt: row.updated_at,
     };
@@ -105,7 +85,7 @@ export function sqliteSagaLog(access: SqliteAccess): SagaLog {
   function decodeEvent(row: EventRow): SagaEvent {
     return {
       tenant: row.tenant, sagaId: row.saga_id, seq: row.seq, at: row.at, kind: row.kind as SagaEventKind, step: row.step,
-      message: row.message, data: row.data === null ? null : parse(row.data, `event ${row.seq} of saga ${row.tenant}/${row.saga_id} has unreadable data`),
+      message: row.message, data: row.data === null ? null : parse(row.data, `event ${row.seq} of saga ${row.tenant}/${row.saga_id}`, "data"),
     };
   }
 
@@ -197,7 +177,7 @@ export function sqliteSagaLog(access: SqliteAccess): SagaLog {
       return read("read a saga's steps", (s) => (s.steps.all(tenant, sagaId) as StepRow[]).map(decodeStep));
     },
     async appendEvent(tenant, sagaId, event) {
-      write("record a saga event", (s) => appendEvent(s, tenant, sagaId, Date.now(), event));
+      await write("record a saga event", (s) => appendEvent(s, tenant, sagaId, Date.now(), event));
     },
     async history(tenant, sagaId, options = {}) {
       return read("read a saga's history", (s) => (s.history.all(tenant, sagaId, options.limit ?? 1000) as EventRow[]).map(decodeEvent));

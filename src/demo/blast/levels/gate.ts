@@ -6,11 +6,12 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { defineTool, type AnyTool, type Json, type ToolContext } from "../../../core/tool.js";
+import { defineTool, type AnyTool, type ToolContext } from "../../../core/tool.js";
+import { type Json } from "../../../core/json.js";
 import { createGate, type Gate, type GateOptions } from "../../../root/create-gate.js";
 import type { Policy } from "../../../governance/policy.js";
-import type { Ledger } from "../../../contracts/calls.js";
-import { sqliteLedger } from "../../../stores/sqlite/calls.js";
+import type { Stores } from "../../../contracts/stores.js";
+import { sqliteLedger } from "../../../stores/sqlite/index.js";
 import type { FaultPoint } from "../../../gate/faults.js";
 import { seededRandom } from "../../random.js";
 import { SERVICE_TRAITS } from "../services.js";
@@ -102,10 +103,10 @@ export function gateSettings(seed: number): Omit<GateOptions, "tools"> {
   };
 }
 
-export async function openLedger(store: StoreSpec, options: { readOnly?: boolean } = {}): Promise<Ledger> {
+export async function openLedger(store: StoreSpec, options: { readOnly?: boolean } = {}): Promise<Stores> {
   // durability "process": survives the SIGKILLs the demo injects (not a power cut), without an fsync per write.
   if (store.kind === "sqlite") return sqliteLedger(store.path, options.readOnly ? { readOnly: true } : { durability: "process" });
-  const { postgresLedger } = await import("../../../stores/postgres/calls.js");
+  const { postgresLedger } = await import("../../../stores/postgres/index.js");
   return postgresLedger({ connectionString: store.url, poolSize: 8 }, { schema: store.schema, ...(options.readOnly ? { readOnly: true } : { durability: "process" }) });
 }
 
@@ -123,7 +124,7 @@ export interface GateLevelSpec {
 }
 
 export function gateLevel(spec: GateLevelSpec): Level {
-  const options = (ctx: Pick<WorkerContext, "seed" | "urls">, hooks: CallHooks, ledger: Ledger): GateOptions => ({
+  const options = (ctx: Pick<WorkerContext, "seed" | "urls">, hooks: CallHooks, ledger: Stores): GateOptions => ({
     ...gateSettings(ctx.seed),
     ...(spec.governance ? { policy: spec.governance.policy, approver: spec.governance.approver } : {}),
     tools: gateTools(ctx.urls, hooks),
@@ -181,7 +182,7 @@ export function gateLevel(spec: GateLevelSpec): Level {
         let discrepanciesFound: number | null = null;
         if (spec.reconcile) {
           const gate = createGate(options({ seed: ctx.workload.seed, urls: ctx.urls }, { kill: () => {}, downstream: (_id, work) => work() }, ledger));
-          const until = await ledger.now();
+          const until = await ledger.calls.now();
           const summary = await gate.reconcile({ since: 0, until, settleMs: 0, skewMs: 0 });
           discrepanciesFound = summary.newFindings.filter((f) => f.kind !== "unresolved").length;
           if (process.env.EFFECTGATE_DEMO_KEEP === "1") writeFileSync(join(ctx.dir, "findings.json"), JSON.stringify(summary.newFindings, null, 1));
@@ -195,8 +196,8 @@ export function gateLevel(spec: GateLevelSpec): Level {
 }
 
 /** What the level's records leave for a person, and what nobody resolved. */
-async function countQueue(ledger: Ledger): Promise<Omit<LevelAudit, "discrepanciesFound">> {
-  const records = await ledger.list({ limit: 1_000_000 });
+async function countQueue(ledger: Stores): Promise<Omit<LevelAudit, "discrepanciesFound">> {
+  const records = await ledger.calls.list({ limit: 1_000_000 });
   const count = (...states: string[]) => records.filter((r) => states.includes(r.state)).length;
   const approvals = (await ledger.governance?.listApprovals({ state: "pending", limit: 1_000_000 }))?.length ?? 0;
   const breakers = (await ledger.governance?.listBreakers({ limit: 1_000_000 }))?.filter((b) => b.state === "open").length ?? 0;

@@ -1,0 +1,26 @@
+/** Operator alerts and the gate's counters: what a person should look at, and what the gate did. */
+
+/** An operator alert: something a person should look at, raised without failing the agent's call. */
+export interface Alert {
+  readonly code: "record_failed" | "record_lost_race" | "needs_human" | "breaker_open" | "approval_requested";
+  readonly message: string;
+  readonly tenant: string;
+  readonly key: string;
+  readonly tool: string;
+  readonly cause?: unknown;
+}
+
+export interface GateStats {
+  /** Tool executions started by this gate (first runs and re-runs after a probe said "absent"). */
+  executed: number;
+  /** Calls answered from a stored result without executing anything. */
+  replayed: number;
+  /** Operator alerts raised. */
+  alerts: number;
+}
+
+/** The default alert sink: one JSON line on stderr (the cause left out: it may hold secrets). */
+export function alertToStderr(alert: Alert): void {
+  const { cause: _cause, ...rest } = alert;
+  process.stderr.write(`${JSON.stringify({ level: "error", source: "effectgate", alert: rest })}\n`);
+}

@@ -1,0 +1,31 @@
+/**
+ * What the gate asks before it claims a write or destructive call (steps 3–4 of the pipeline):
+ * may this call run now? The gate declares this interface and knows nothing else of governance;
+ * src/governance implements it (kill switch, grants, rate breakers, quotas, dry run + approval)
+ * and the composition root hands it to the gate.
+ */
+import type { Json } from "../core/json.js";
+import type { Scope } from "../core/keys.js";
+import type { AnyTool } from "../core/tool.js";
+
+/** One validated call on its way to the claim. */
+export interface GovernedCall {
+  readonly tool: AnyTool;
+  /** The input as the schema parsed it (conditions, quota sums and the dry run see this). */
+  readonly input: unknown;
+  /** The input as the block gave it (the approval digest binds this). */
+  readonly rawInput: unknown;
+  /** The input as stored (redacted fields replaced). */
+  readonly storedInput: Json;
+  readonly key: string;
+  readonly scope: Scope;
+  readonly toolUseId: string;
+}
+
+/** `message` is the tool_result content of a refusal: it starts with its `EG_…` code and says what to do. */
+export type Admission = { readonly ok: true } | { readonly ok: false; readonly message: string };
+
+export interface Governor {
+  /** Admits the call (quota charged, approval consumed) or refuses it. Nothing is executed here. */
+  admit(call: GovernedCall): Promise<Admission>;
+}

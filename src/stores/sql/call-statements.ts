@@ -1,0 +1,124 @@
+/**
+ * The call store's statements, once for both SQL dialects (see dialect.ts). They are the SQL
+ * form of the rules in src/contracts/call-rules.ts, which the memory store applies directly:
+ * every write is compare-and-set on the version (and, for a state change, on the states the
+ * move is allowed from), a take-over only when the lease rule says the holder is gone, and every
+ * list in one order. Each statement names (tenant, key), the primary key, or walks an index.
+ */
+import { allowedFrom, CALL_STATES, HELD_STATES, type CallState } from "../../core/states.js";
+import { compile, type CompiledSql, type Dialect } from "./dialect.js";
+
+/** The columns every statement returns, named rather than `*` (a cached plan survives a column added by a later migration). */
+export const CALL_COLUMNS = [
+  "tenant", "key", "tool", "effect", "task", "tool_use_id", "fingerprint", "input", "input_redacted", "state", "result",
+  "error", "owner", "lease_expires_at", "attempts", "version", "created_at", "updated_at",
+] as const;
+const COLS = CALL_COLUMNS.join(", ");
+
+const inList = (states: readonly CallState[]) => (states.length === 0 ? "(NULL)" : `(${states.map((s) => `'${s}'`).join(", ")})`);
+const HELD = inList(HELD_STATES);
+
+/** The lease rule (contracts/call-rules.ts `leaseRanOut`) in SQL. */
+const LEASE_RAN_OUT = `(owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= {now})`;
+
+/** The optional filters of `list`, in this order; a statement is compiled per combination given. */
+export const LIST_FILTERS = ["tenant", "state", "tool", "key"] as const;
+export type ListFilter = (typeof LIST_FILTERS)[number];
+
+export interface CallStatements {
+  readonly claim: CompiledSql;
+  readonly get: CompiledSql;
+  /** One per target state: its allowed-from states spelled out. */
+  readonly update: Readonly<Record<CallState, CompiledSql>>;
+  readonly takeOver: CompiledSql;
+  readonly renew: CompiledSql;
+  readonly remove: CompiledSql;
+  readonly unsettled: CompiledSql;
+  readonly changes: CompiledSql;
+  list(filters: readonly ListFilter[]): CompiledSql;
+  readonly putCheckpoint: CompiledSql;
+  readonly getCheckpoint: CompiledSql;
+}
+
+export function callStatements(dialect: Dialect): CallStatements {
+  const sql = (template: string) => compile(dialect, template);
+  const lists = new Map<string, CompiledSql>();
+  return {
+    // `WHERE true`: SQLite needs a WHERE before ON CONFLICT when the rows come from a SELECT.
+    claim: sql(`INSERT INTO {calls} (${COLS})
+       SELECT :tenant:text, :key:text, :tool:text, :effect:text, :task:text, :tool_use_id:text, :fingerprint:text, :input:json,
+         :input_redacted:boolean, 'in_progress', NULL, NULL, :owner:text, {now} + :lease_ms:bigint, 1, 1, {now}, {now}
+       {from_clock} WHERE true
+       ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`),
+    get: sql(`SELECT ${COLS} FROM {calls} WHERE tenant = :tenant:text AND key = :key:text`),
+    // The update rule (contracts/call-rules.ts `applyUpdate`): fields not given keep their value; no owner, no lease.
+    update: Object.fromEntries(CALL_STATES.map((to) => [to, sql(`UPDATE {calls} SET
+         state = :state:text,
+         result = CASE WHEN :set_result:boolean THEN :result:json ELSE result END,
+         error = CASE WHEN :set_error:boolean THEN :error:text ELSE error END,
+         owner = CASE WHEN :set_owner:boolean THEN :owner:text ELSE owner END,
+         lease_expires_at = CASE
+           WHEN (CASE WHEN :set_owner:boolean THEN :owner:text ELSE owner END) IS NULL THEN NULL
+           WHEN :lease_ms:bigint IS NOT NULL THEN {now} + :lease_ms:bigint
+           ELSE lease_expires_at END,
+         attempts = attempts + :count_attempt:integer,
+         version = version + 1,
+         updated_at = {now}
+       {from_clock}
+       WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND state IN ${inList(allowedFrom(to))}
+       RETURNING ${COLS}`)])) as Record<CallState, CompiledSql>,
+    takeOver: sql(`UPDATE {calls} SET owner = :owner:text, lease_expires_at = {now} + :lease_ms:bigint, version = version + 1, updated_at = {now}
+       {from_clock}
+       WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND state IN ${HELD}
+         AND (:dead:boolean OR ${LEASE_RAN_OUT})
+       RETURNING ${COLS}`),
+    renew: sql(`UPDATE {calls} SET lease_expires_at = {now} + :lease_ms:bigint
+       {from_clock}
+       WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND owner = :owner:text AND state IN ${HELD}`),
+    remove: sql(`DELETE FROM {calls} {using_clock} WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer`),
+    // Each branch walks the partial calls_unsettled index: cost follows the unsettled calls, not the ledger.
+    unsettled: sql(`SELECT ${COLS} FROM {calls} WHERE state = 'uncertain'
+       UNION ALL
+       SELECT ${COLS} FROM {calls} {join_clock}
+        WHERE state = 'in_progress' AND (:live:boolean OR lease_expires_at IS NULL OR lease_expires_at <= {now})
+       LIMIT :limit:integer`),
+    // Walks calls_changes: (tool, updated_at, tenant, key) is the index's order, so the cost is the rows returned.
+    changes: sql(`SELECT ${COLS} FROM {calls}
+       WHERE tool = :tool:text AND state <> 'in_progress' AND (updated_at, tenant, key) > (:at:bigint, :after_tenant:text, :after_key:text)
+         AND updated_at <= :until:bigint
+       ORDER BY updated_at, tenant, key LIMIT :limit:integer`),
+    // The list order (contracts/call-rules.ts `listOrder`): oldest first, ties by tenant and key.
+    list(filters) {
+      const id = filters.join(",");
+      let compiled = lists.get(id);
+      if (!compiled) {
+        const where = filters.map((f) => `${f} = :${f}:text`);
+        compiled = sql(`SELECT ${COLS} FROM {calls} ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
+          ORDER BY created_at, tenant, key LIMIT :limit:integer`);
+        lists.set(id, compiled);
+      }
+      return compiled;
+    },
+    putCheckpoint: sql(`INSERT INTO {checkpoints} (tenant, id, data, updated_at) SELECT :tenant:text, :id:text, :data:text, {now} {from_clock} WHERE true
+       ON CONFLICT (tenant, id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`),
+    getCheckpoint: sql(`SELECT data FROM {checkpoints} WHERE tenant = :tenant:text AND id = :id:text`),
+  };
+}
+
+/** A call update's named values (the RecordUpdate spelled out for the statement). */
+export function updateValues(
+  tenant: string, key: string, version: number,
+  update: { state: CallState; result?: unknown; error?: string | null; owner?: string | null; leaseMs?: number; countAttempt?: boolean },
+): Record<string, unknown> {
+  return {
+    tenant, key, version, state: update.state,
+    set_result: update.result !== undefined,
+    result: update.result === undefined || update.result === null ? null : JSON.stringify(update.result),
+    set_error: update.error !== undefined,
+    error: update.error ?? null,
+    set_owner: update.owner !== undefined,
+    owner: update.owner ?? null,
+    lease_ms: update.leaseMs ?? null,
+    count_attempt: update.countAttempt === true ? 1 : 0,
+  };
+}
