@@ -1,8 +1,12 @@
-// Type-aware lint for the bug class a ledger cannot afford: a missing `await` on a commit.
+// Type-aware lint for the bug class a ledger cannot afford (a missing `await` on a commit), no
+// import cycles, and the layering rule of eslint.layers.js (docs/ARCHITECTURE.md).
+import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
+import importX from "eslint-plugin-import-x";
 import tseslint from "typescript-eslint";
+import { layerConfigs } from "./eslint.layers.js";
 
 export default tseslint.config(
-  { ignores: ["dist/", "dist-bench/", "node_modules/", "coverage/", "**/*.mjs", "**/*.js"] },
+  { ignores: ["dist/", "dist-bench/", "node_modules/", "coverage/", ".refactor/", "**/*.mjs", "**/*.js"] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
@@ -16,7 +20,19 @@ export default tseslint.config(
   },
   {
     files: ["src/**/*.ts"],
-    ignores: ["src/cli/**", "src/demo/**"],
+    plugins: { "import-x": importX },
+    // Without the parsers and extensions it reads no .ts dependency and finds no cycle at all (test/layers proves it does).
+    settings: {
+      "import-x/resolver-next": [createTypeScriptImportResolver({ project: "./tsconfig.json" })],
+      "import-x/extensions": [".ts"],
+      "import-x/parsers": { "@typescript-eslint/parser": [".ts"] },
+    },
+    rules: { "import-x/no-cycle": ["error", { ignoreExternal: true }] },
+  },
+  ...layerConfigs,
+  {
+    files: ["src/**/*.ts"],
+    ignores: ["src/cli/**"],
     rules: { "no-console": "error" },
   },
   {

@@ -11,9 +11,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createGate } from "../src/root/create-gate.js";
 import { sqliteLedger } from "../src/stores/sqlite/index.js";
-import { startPaymentService, type PaymentService } from "../src/demo/payment-service.js";
-import { chargeCardTool } from "../src/demo/payment-tool.js";
-import { seededRandom } from "../src/demo/random.js";
+import { startPaymentService, type PaymentService } from "../demo/payment-service.js";
+import { chargeCardTool } from "../demo/payment-tool.js";
+import { seededRandom } from "../demo/random.js";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);

@@ -58,4 +58,4 @@ export {
   receiptsEndpoint, signReceipt, verifyReceiptSignature, parseReceipt,
   DEFAULT_SIGNATURE_HEADER, DEFAULT_RECEIPT_TOLERANCE_SEC, DEFAULT_RECEIPT_MAX_BODY_BYTES,
   type ReceiptEndpointOptions, type SignatureCheck,
-} from "./server/receipts.js";
+} from "./root/receipts-endpoint.js";

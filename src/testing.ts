@@ -7,12 +7,19 @@
  * outcome is recorded: run it in a child process, then recover in a fresh one and check
  * that your downstream saw the effect exactly once. The same `killAt` strikes a saga's points
  * (`createGate({ sagaFaults: killAt("saga_before_compensation") })`).
+ *
+ *   contractSuite({ vitest, name: "my-store", open: () => myLedger() })
+ *
+ * runs the store contract suites (calls and checkpoints; sagas, governance and reconcile when the
+ * bundle has them) against your own store, in your vitest; see docs/testing.md. This entry never
+ * loads vitest itself: you pass in `import * as vitest from "vitest"`.
  */
 import type { FaultContext, FaultPoint } from "./gate/faults.js";
 import type { SagaFaultPoint } from "./saga/faults.js";
 
 export type { FaultContext, FaultHook, FaultPoint } from "./gate/faults.js";
 export type { SagaFaultHook, SagaFaultPoint } from "./saga/faults.js";
+export { contractSuite, type ContractSkip, type ContractSuiteOptions, type OptionalStore, type TestApi } from "./testing/contract-suite.js";
 
 export const FAULT_POINTS: readonly FaultPoint[] = ["after_claim", "after_execute", "after_record"];
 

@@ -9,14 +9,12 @@ import { fileURLToPath } from "node:url";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { isEffectgateError } from "../core/errors.js";
 import { CALL_STATES, type CallState } from "../core/states.js";
-import { CRASH_INTRO, CRASH_WAYS, isCrashWayName } from "../demo/crash-ways.js";
 import { DEFAULT_LEDGER_PATH } from "./defaults.js";
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./errors.js";
-import { hanging, wrap } from "./format.js";
+import { hanging, table, wrap } from "./format.js";
 import { addGovernanceCommands } from "./governance-commands.js";
 import { addReconcileCommands } from "./reconcile-commands.js";
 import { addSagaCommands } from "./saga-commands.js";
-import { addBlastCommands } from "./demo-blast-command.js";
 
 // The commands' modules (SQLite driver, gate, demo) load only when a command runs, so --help stays fast.
 
@@ -51,6 +49,7 @@ Exit codes:
 function buildProgram(): Command {
   const program = new Command();
   program
+    .enablePositionalOptions()
     .name("effectgate")
     .description(
       "effectgate makes the side effects of AI-agent tool calls (tickets, charges, e-mails…) happen effectively once " +
@@ -179,45 +178,40 @@ ${EXIT_CODES}`)
   });
 
   // ---- demo ---------------------------------------------------------------------------------
-  const demo = program
+  // The demo is a program of its own (demo/ in the repository, dist/demo in the package), loaded
+  // only when it runs; it parses its own options and prints its own help.
+  program
     .command("demo")
-    .description("run demonstrations against simulated services on 127.0.0.1 (nothing outside this machine is touched); without a subcommand, the blast-radius demo");
-
-  addBlastCommands(demo, CLI_PATH, EXIT_CODES);
-
-  demo
-    .command("crash")
-    .description("kill an agent right after it created a support ticket, resume it, and count the tickets: without a ledger, with a ledger written after execution, and with effectgate")
-    .option("--json", 'print {"scenarios":[{"name","ticketsCreated","duplicates","resultTicketId"}]} instead of a table')
-    .addHelpText("after", `
-${wrap(CRASH_INTRO, 96)}
-
-Ways:
-${CRASH_WAYS.map((w) => hanging(w.name, w.how, 24)).join("\n")}
-
-Output columns: way, tickets created (counted by the ticket service), duplicates (tickets
-beyond the one the report called for), agent got (the ticket id the resumed agent received).
-Takes a few seconds; temp files go to the system temp directory and are removed afterwards.
-${EXIT_CODES}`)
-    .action(async (opts: { json?: boolean }) => {
-      const { demoCrash } = await import("./demo.js");
-      await demoCrash({ json: opts.json === true, workerCommand: [process.execPath, CLI_PATH, "demo", "crash-worker"] });
-    });
-
-  demo
-    .command("crash-worker", { hidden: true })
-    .description("internal: one agent process of `demo crash`")
-    .requiredOption("--way <way>", "which way to run")
-    .addOption(new Option("--phase <phase>", "crash or resume").choices(["crash", "resume"]).makeOptionMandatory())
-    .requiredOption("--service <url>", "the ticket service URL")
-    .requiredOption("--dir <dir>", "this way's temp directory")
-    .action(async (opts: { way: string; phase: "crash" | "resume"; service: string; dir: string }) => {
-      if (!isCrashWayName(opts.way)) throw new CliError(`unknown way ${JSON.stringify(opts.way)}; one of ${CRASH_WAYS.map((w) => w.name).join(", ")}`, EXIT_USAGE);
-      const { runCrashWorker } = await import("../demo/crash.js");
-      await runCrashWorker({ way: opts.way, phase: opts.phase, service: opts.service, dir: opts.dir });
+    .description("run demonstrations against simulated services on 127.0.0.1 (nothing outside this machine is touched); without a subcommand, the blast-radius demo (see `effectgate demo --help`)")
+    .helpOption(false)
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .passThroughOptions()
+    .action(async (_opts: unknown, command: Command) => {
+      const { runDemo } = await loadDemo();
+      await runDemo(command.args, {
+        cliPath: CLI_PATH, exitCodes: EXIT_CODES, table, wrap, hanging,
+        usageError: (message) => new CliError(message, EXIT_USAGE),
+      });
     });
 
   return program;
+}
+
+/** What `demo/main.ts` exports; declared here because the demo is built after, and apart from, the CLI. */
+interface DemoModule {
+  readonly runDemo: (argv: readonly string[], host: {
+    cliPath: string; exitCodes: string; table: typeof table; wrap: typeof wrap; hanging: typeof hanging; usageError: (message: string) => Error;
+  }) => Promise<void>;
+}
+
+async function loadDemo(): Promise<DemoModule> {
+  const where = new URL("../demo/main.js", import.meta.url);
+  try {
+    return (await import(where.href)) as DemoModule;
+  } catch (err) {
+    throw new CliError(`the demo is not part of this build (${fileURLToPath(where)} could not be loaded: ${err instanceof Error ? err.message : String(err)}); run \`npm run build\` in a clone of effectgate`, EXIT_FAILURE);
+  }
 }
 
 function allCommands(command: Command): Command[] {

@@ -1,7 +1,7 @@
 /**
  * The call store contract: one record per gated call, written compare-and-set. The gate knows
  * only this interface; the memory, SQLite and PostgreSQL stores implement it and all pass the
- * same contract suite (src/testing/contract-suites.ts).
+ * same contract suite (src/testing/contract-suites/calls.ts).
  *
  * Rules every store keeps:
  * - One record per (tenant, key). Every read and write names the tenant.

@@ -2,7 +2,7 @@
  * The governance store contract: the durable state behind kill switches, quotas, rate
  * breakers and approvals. Every ledger store implements it in its own file (memory, SQLite,
  * PostgreSQL) and reaches it as `ledger.governance`; one contract suite
- * (test/governance/contract.ts) runs against each.
+ * (src/testing/contract-suites/governance.ts) runs against each.
  *
  * Rules every store keeps:
  * - `consumeQuota` and `hitRate` are atomic: of any number of workers sharing the store, the

@@ -2,7 +2,7 @@
  * Where reconciliation keeps what it learns: findings, confirmations, receipts and scan
  * cursors. Each ledger store implements it in its own file (memory, SQLite, PostgreSQL), in
  * the same database as the ledger, and reaches it as `ledger.reconcile`. Every store passes
- * the same contract suite (test/reconcile/contract.ts).
+ * the same contract suite (src/testing/contract-suites/reconcile.ts).
  *
  * Rules every store keeps:
  * - A finding is stored once per id. Recording it again only refreshes `lastSeenAt`,

@@ -2,7 +2,7 @@
  * The saga log contract: where a saga's state, its steps and its history live, durably, next
  * to the ledger's call records. The saga engine knows only this interface; each ledger store
  * implements it in its own file (memory-sagas.ts, sqlite-sagas.ts, postgres/sagas.ts) and
- * reaches it as `ledger.sagas`. Every store passes the same contract suite (test/saga/contract.ts).
+ * reaches it as `ledger.sagas`. Every store passes the same contract suite (src/testing/contract-suites/sagas.ts).
  *
  * Rules every store keeps:
  * - One saga per (tenant, id); one step per (tenant, saga, name). Every read and write names the tenant.

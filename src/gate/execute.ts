@@ -12,13 +12,12 @@ import { EffectgateError, errorMessage, messageOf } from "../core/errors.js";
 import type { ToolContext } from "../core/tool.js";
 import { toJson, type Json } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
-import { errorResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
+import { errorResult, renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import { keepLease, type LeaseKeeper } from "./lease.js";
 import { classifyError, ToolTimeout } from "../core/outcome.js";
 import { backoffMs, sleep } from "../core/policies.js";
 import { probeUntilKnown, type LateRun } from "./probe-loop.js";
 import { needsHumanResult, type Call, type Runtime } from "./runtime.js";
-import { renderResult } from "../core/blocks.js";
 
 /** The caller holds the key's single flight (runtime.ts), so nothing else in this gate touches the record meanwhile. */
 export async function executeHeld(rt: Runtime, call: Call, held: CallRecord): Promise<ToolResultBlock> {

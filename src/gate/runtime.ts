@@ -1,4 +1,5 @@
 /** What one gate instance shares across its calls. Internal to the gate: features use kernel.ts. */
+import { errorMessage } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
 import type { AnyTool } from "../core/tool.js";
 import type { CallRecord, CallStore } from "../contracts/calls.js";
@@ -69,7 +70,7 @@ export async function singleFlight<T>(rt: Runtime, tenant: string, key: string, 
 
 /** The answer a settled record gives on every replay. */
 export function replayRecord(toolUseId: string, record: CallRecord): ToolResultBlock {
-  if (record.state === "failed") return resultBlock(toolUseId, record.error ?? "EG_TOOL_FAILED: the call failed", true);
+  if (record.state === "failed") return resultBlock(toolUseId, record.error ?? errorMessage("EG_TOOL_FAILED", "the call failed"), true);
   return resultBlock(toolUseId, renderResult(record.result), false);
 }
 

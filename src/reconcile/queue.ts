@@ -11,7 +11,7 @@
  * answer. A finding is resolved with a note. Resolving a call also closes its open
  * `unresolved` findings.
  */
-import { EffectgateError } from "../core/errors.js";
+import { EffectgateError, errorMessage } from "../core/errors.js";
 import { assertTransition } from "../core/states.js";
 import type { Json } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
@@ -169,7 +169,7 @@ export async function resolveCall(ledger: Stores, tenant: string, key: string, r
       })
     : await ledger.calls.update(tenant, key, record.version, {
         state: "failed", owner: null,
-        error: `EG_TOOL_FAILED: ${record.tool} failed (settled by a person${by}): ${resolution.failed}${resolution.note === undefined ? "" : ` (${resolution.note})`}`,
+        error: errorMessage("EG_TOOL_FAILED", `${record.tool} failed (settled by a person${by}): ${resolution.failed}${resolution.note === undefined ? "" : ` (${resolution.note})`}`),
       });
   if (!settled) {
     throw new EffectgateError("EG_IN_PROGRESS", `call ${key} in tenant ${tenant} changed while it was being resolved (it was ${record.state} at version ${record.version}); look at it again`);

@@ -21,9 +21,8 @@
 import { EffectgateError } from "../core/errors.js";
 import type { AnyTool, Tool } from "../core/tool.js";
 import type { Json } from "../core/json.js";
-import type { CallRecord, ChangeCursor } from "../contracts/calls.js";
+import type { CallRecord, CallStore, ChangeCursor } from "../contracts/calls.js";
 import type { Stores } from "../contracts/stores.js";
-import type { CallStore } from "../contracts/calls.js";
 import { cursorOf } from "../contracts/change-order.js";
 import type { ReconcileStore } from "../contracts/reconcile.js";
 import { emptyTally, judgeRecord, reportOrphan, type Judge } from "./judge.js";

@@ -22,10 +22,9 @@ import { fingerprint, type Scope } from "../core/keys.js";
 import { validate, type StandardSchemaV1 } from "../core/standard-schema.js";
 import { canTransition } from "../core/states.js";
 import { redactInput, type AnyTool, type ToolContext } from "../core/tool.js";
-import { type Json } from "../core/json.js";
+import { type Json, toJson } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
 import { errorCodeOf, type ToolResultBlock } from "../core/blocks.js";
-import { toJson } from "../core/json.js";
 import type { Call, Kernel } from "../gate/kernel.js";
 import type {
   Approval, Compensation, NewSagaEvent, OnAbandon, SagaLog, SagaRecord, SagaStepRecord, StepState, StepUpdate,

@@ -14,9 +14,8 @@
  * - Anything held by a live driver is left alone.
  */
 import { messageOf } from "../core/errors.js";
-import type { SagaRuntime } from "./engine.js";
+import { compensateSaga, driverGone, isSagaBusy, requestCompensation, type SagaContext, sagaFlight, type SagaRuntime } from "./engine.js";
 import type { SagaRecord } from "../contracts/sagas.js";
-import { compensateSaga, driverGone, isSagaBusy, requestCompensation, sagaFlight, type SagaContext } from "./engine.js";
 import type { SagaRecoverySummary } from "./types.js";
 
 export async function recoverSagas(rt: SagaRuntime, options: { limit?: number } = {}): Promise<SagaRecoverySummary> {

@@ -15,11 +15,8 @@
 import { EffectgateError } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
 import type { AnyTool, Tool } from "../core/tool.js";
-import type { SagaRuntime } from "./engine.js";
+import { compensateSaga, holdRunning, openSaga, requestCompensation, runStep, type SagaContext, sagaFlight, sagaLogOf, type SagaRuntime, type StepOutcome } from "./engine.js";
 import type { SagaRecord } from "../contracts/sagas.js";
-import {
-  compensateSaga, holdRunning, openSaga, requestCompensation, runStep, sagaFlight, sagaLogOf, type SagaContext, type StepOutcome,
-} from "./engine.js";
 import { SagaError } from "./errors.js";
 import { checkName, stepKey } from "./keys.js";
 import type { Saga, SagaOptions, SagaStatus, StepOptions } from "./types.js";

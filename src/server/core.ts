@@ -19,7 +19,7 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import { canonicalJson, sha256Hex } from "../core/keys.js";
-import { isEffectgateError } from "../core/errors.js";
+import { EffectgateError, isEffectgateError } from "../core/errors.js";
 import type { Json } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
 import type { Stores } from "../contracts/stores.js";
@@ -189,7 +189,7 @@ export function createIdempotencyCore<Req>(
   const leaseMs = positive(options.leaseMs, DEFAULT_LEASE_MS, "leaseMs");
   const maxBodyBytes = positive(options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, "maxBodyBytes");
   const header = options.header ?? DEFAULT_HEADER;
-  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header)) throw new TypeError(`header: ${JSON.stringify(header)} is not a valid header name`);
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header)) throw new EffectgateError("EG_BAD_OPTION", `header: ${JSON.stringify(header)} is not a valid header name (use letters, digits and - only, such as Idempotency-Key)`);
   const required = options.required;
   const isRequired = (req: Req, method: string): boolean =>
     typeof required === "function" ? required(req) : required ?? KEYED_METHODS.has(method);
@@ -438,7 +438,7 @@ function unquote(value: string): string {
 
 function positive(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`${name} must be a positive number of ${name === "maxBodyBytes" ? "bytes" : "milliseconds"}, got ${value}`);
+  if (!Number.isFinite(value) || value <= 0) throw new EffectgateError("EG_BAD_OPTION", `${name} must be a positive number of ${name === "maxBodyBytes" ? "bytes" : "milliseconds"}, got ${value}`);
   return value;
 }
 

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTicketService, type TicketService } from "../../src/demo/ticket-service.js";
+import { startTicketService, type TicketService } from "../../demo/ticket-service.js";
 import { requireBuild, startWorker } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
 

@@ -12,7 +12,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startTicketService, type Ticket, type TicketService } from "../../src/demo/ticket-service.js";
+import { startTicketService, type Ticket, type TicketService } from "../../demo/ticket-service.js";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import type { CallRecord } from "../../src/contracts/calls.js";
 import type { ToolResultBlock } from "../../src/core/blocks.js";

@@ -1,12 +1,12 @@
 /** The demo's pure parts: the workload plan, the scripted model, the chart's escaping, the CLI's copies of defaults. */
 import { describe, expect, it } from "vitest";
-import { HELP_DEFAULT_SEED, HELP_DEFAULT_TASKS, LEVEL_KEYS } from "../../src/cli/demo-blast-command.js";
-import { blastChart, escapeXml } from "../../src/demo/blast/chart.js";
-import { LEVELS } from "../../src/demo/blast/levels/index.js";
-import { nextTurn } from "../../src/demo/blast/model.js";
-import type { BlastJson } from "../../src/demo/blast/report.js";
-import { DEFAULT_SEED, DEFAULT_TASKS } from "../../src/demo/blast/runner.js";
-import { buildWorkload } from "../../src/demo/blast/workload.js";
+import { HELP_DEFAULT_SEED, HELP_DEFAULT_TASKS, LEVEL_KEYS } from "../../demo/cli/commands.js";
+import { blastChart, escapeXml } from "../../demo/blast/chart.js";
+import { LEVELS } from "../../demo/blast/levels/index.js";
+import { nextTurn } from "../../demo/blast/model.js";
+import type { BlastJson } from "../../demo/blast/report.js";
+import { DEFAULT_SEED, DEFAULT_TASKS } from "../../demo/blast/runner.js";
+import { buildWorkload } from "../../demo/blast/workload.js";
 
 describe("the demo workload", () => {
   it("is a function of (seed, tasks) and plans every fault even in a small run", () => {

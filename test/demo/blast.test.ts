@@ -9,7 +9,7 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { LEVELS } from "../../src/demo/blast/levels/index.js";
+import { LEVELS } from "../../demo/blast/levels/index.js";
 import { CLI } from "../cli/run-cli.js";
 
 interface Level {

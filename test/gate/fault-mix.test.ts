@@ -7,9 +7,9 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createGate } from "../../src/root/create-gate.js";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
-import { startPaymentService, type PaymentService } from "../../src/demo/payment-service.js";
-import { chargeCardTool } from "../../src/demo/payment-tool.js";
-import { seededRandom } from "../../src/demo/random.js";
+import { startPaymentService, type PaymentService } from "../../demo/payment-service.js";
+import { chargeCardTool } from "../../demo/payment-tool.js";
+import { seededRandom } from "../../demo/random.js";
 import { tempDir } from "../support/tmp.js";
 
 const SEED = Number(process.env.EFFECTGATE_SEED ?? 20261130);

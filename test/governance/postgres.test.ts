@@ -1,13 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { postgresLedger } from "../../src/stores/postgres/index.js";
 import { usePostgres } from "../support/pg.js";
-import { runGovernanceContract } from "./contract.js";
 import { createGate } from "../../src/root/create-gate.js";
 import { deleteAccountTool, effects, use } from "./support.js";
 
+// The GovernanceStore contract suite runs on PostgreSQL in test/ledger/postgres.test.ts.
 const pg = usePostgres();
-
-runGovernanceContract("postgres", { make: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema() }) });
 
 describe("postgres governance in the gate", () => {
   it("two gates on one schema: a runaway loop across both stops at the quota exactly, and a kill switch set through one stops the other", async () => {

@@ -1,14 +1,11 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { memoryLedger } from "../../src/stores/memory/index.js";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { tempDir } from "../support/tmp.js";
-import { newApproval, runGovernanceContract } from "./contract.js";
+import { newApproval } from "../../src/testing/contract-suites/governance.js";
 
+// The GovernanceStore contract suite runs on every store in test/ledger/{memory,sqlite,postgres}.test.ts.
 const dir = tempDir();
-let n = 0;
-runGovernanceContract("memory", { make: () => memoryLedger() });
-runGovernanceContract("sqlite", { make: () => sqliteLedger(join(dir, `gov-${n++}.db`), { durability: "process" }) });
 
 describe("sqlite governance state", () => {
   it("lives in the ledger file: it survives close and reopen, and a read-only opening sees it", async () => {

@@ -1,4 +1,5 @@
+import * as vitest from "vitest";
 import { memoryLedger } from "../../src/stores/memory/index.js";
-import { runLedgerContract } from "./contract.js";
+import { contractSuite } from "../../src/testing/contract-suite.js";
 
-runLedgerContract("memory", { make: () => memoryLedger() });
+contractSuite({ vitest, name: "memory", open: () => memoryLedger() });

@@ -13,7 +13,7 @@ import { callStatements, updateValues } from "../../src/stores/sql/call-statemen
 import { positional, type CompiledSql } from "../../src/stores/sql/dialect.js";
 import { chargeTool, counter, toolUse } from "../support/tools.js";
 import { TEST_PG_URL_VARIABLE, usePostgres } from "../support/pg.js";
-import { claimRequest } from "./contract.js";
+import { claimRequest } from "../../src/testing/contract-suites/calls.js";
 
 const db = usePostgres();
 const scope = { tenant: "acme", task: "t1" };

@@ -1,13 +1,21 @@
+/**
+ * Every store contract suite (calls and checkpoints, sagas, governance, reconcile) on PostgreSQL,
+ * three ways: as configured by default, with `durability: "process"`, and with statements not
+ * prepared. The server is up before collection: `contractSuite` opens a ledger then.
+ */
+import * as vitest from "vitest";
 import { postgresLedger } from "../../src/stores/postgres/index.js";
-import { usePostgres } from "../support/pg.js";
-import { runLedgerContract } from "./contract.js";
+import { contractSuite } from "../../src/testing/contract-suite.js";
+import { usePostgresNow } from "../support/pg.js";
 
-const pg = usePostgres();
+const pg = await usePostgresNow();
 
-runLedgerContract("postgres", { make: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema() }) });
-runLedgerContract("postgres (process durability)", {
-  make: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema(), durability: "process" }),
+contractSuite({ vitest, name: "postgres", open: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema() }) });
+contractSuite({
+  vitest, name: "postgres (process durability)",
+  open: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema(), durability: "process" }),
 });
-runLedgerContract("postgres (statements not prepared, as behind PgBouncer in transaction mode)", {
-  make: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema(), preparedStatements: false }),
+contractSuite({
+  vitest, name: "postgres (statements not prepared, as behind PgBouncer in transaction mode)",
+  open: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema(), preparedStatements: false }),
 });

@@ -1,15 +1,17 @@
 import { writeFileSync, readFileSync, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import * as vitest from "vitest";
 import { describe, expect, it } from "vitest";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
-import { claimRequest, runLedgerContract } from "./contract.js";
+import { contractSuite } from "../../src/testing/contract-suite.js";
+import { claimRequest } from "../../src/testing/contract-suites/calls.js";
 import { tempDir } from "../support/tmp.js";
 
 const dir = tempDir();
 let n = 0;
-runLedgerContract("sqlite", { make: () => sqliteLedger(join(dir, `contract-${n++}.db`)) });
-runLedgerContract("sqlite (process durability)", { make: () => sqliteLedger(join(dir, `contract-fast-${n++}.db`), { durability: "process" }) });
+contractSuite({ vitest, name: "sqlite", open: () => sqliteLedger(join(dir, `contract-${n++}.db`)) });
+contractSuite({ vitest, name: "sqlite (process durability)", open: () => sqliteLedger(join(dir, `contract-fast-${n++}.db`), { durability: "process" }) });
 
 describe("sqlite ledger files", () => {
   it("keeps records across close and reopen", async () => {

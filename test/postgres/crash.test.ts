@@ -9,7 +9,7 @@
  * sees at once that the holder is dead (src/gate/owner.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTicketService, type Ticket, type TicketService } from "../../src/demo/ticket-service.js";
+import { startTicketService, type Ticket, type TicketService } from "../../demo/ticket-service.js";
 import type { ToolResultBlock } from "../../src/core/blocks.js";
 import type { RecoverySummary } from "../../src/root/create-gate.js";
 import { postgresLedger } from "../../src/stores/postgres/index.js";

@@ -13,8 +13,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineTool } from "../../src/core/tool.js";
-import { createTicketTool } from "../../src/demo/ticket-tool.js";
-import { startTicketService, type TicketService } from "../../src/demo/ticket-service.js";
+import { createTicketTool } from "../../demo/ticket-tool.js";
+import { startTicketService, type TicketService } from "../../demo/ticket-service.js";
 import { createGate } from "../../src/root/create-gate.js";
 import type { Alert } from "../../src/gate/alerts.js";
 import { postgresLedger } from "../../src/stores/postgres/index.js";

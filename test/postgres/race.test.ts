@@ -6,7 +6,7 @@
  * new schema themselves at the same moment.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTicketService, type Ticket, type TicketService } from "../../src/demo/ticket-service.js";
+import { startTicketService, type Ticket, type TicketService } from "../../demo/ticket-service.js";
 import type { ToolResultBlock } from "../../src/core/blocks.js";
 import { startWorker } from "../support/processes.js";
 import { usePostgres } from "../support/pg.js";

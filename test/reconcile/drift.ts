@@ -7,9 +7,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createGate } from "../../src/root/create-gate.js";
 import type { Stores } from "../../src/contracts/stores.js";
-import { startPaymentService, type PaymentService } from "../../src/demo/payment-service.js";
-import { chargeCardTool } from "../../src/demo/payment-tool.js";
-import { seededRandom } from "../../src/demo/random.js";
+import { startPaymentService, type PaymentService } from "../../demo/payment-service.js";
+import { chargeCardTool } from "../../demo/payment-tool.js";
+import { seededRandom } from "../../demo/random.js";
 import type { Finding } from "../../src/contracts/findings.js";
 
 const SEED = Number(process.env.EFFECTGATE_SEED ?? 424242);

@@ -5,14 +5,13 @@ import { callStatements } from "../../src/stores/sql/call-statements.js";
 import { positional } from "../../src/stores/sql/dialect.js";
 import { postgresReconcileStatements } from "../../src/stores/postgres/reconcile.js";
 import { usePostgres } from "../support/pg.js";
-import { runReconcileContract } from "./contract.js";
 import { runDriftScenario } from "./drift.js";
 import { runReceiptSuite } from "./receipts.js";
 
 const pg = usePostgres();
 const make = () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema() });
 
-runReconcileContract("postgres", { make });
+// The reconcile contract suite runs on PostgreSQL in test/ledger/postgres.test.ts.
 runDriftScenario("postgres", make);
 runReceiptSuite("postgres", make);
 

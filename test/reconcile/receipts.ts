@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Stores } from "../../src/contracts/stores.js";
 import { receiptsEndpoint, signReceipt, type ReceiptEndpointOptions } from "../../src/server.js";
-import { claimRequest } from "../ledger/contract.js";
+import { claimRequest } from "../../src/testing/contract-suites/calls.js";
 import { emailTool, fakeDownstream, manualClock } from "./support.js";
 
 export const SECRET = "whsec_test_0123456789";

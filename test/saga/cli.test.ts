@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGate } from "../../src/root/create-gate.js";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
-import { startShopService, type ShopService } from "../../src/demo/shop-service.js";
-import { placeOrder, shopTools, type OrderRequest } from "../../src/demo/shop-tools.js";
+import { startShopService, type ShopService } from "../../demo/shop-service.js";
+import { placeOrder, shopTools, type OrderRequest } from "../../demo/shop-tools.js";
 import { runCli } from "../cli/run-cli.js";
 import { tempDir } from "../support/tmp.js";
 

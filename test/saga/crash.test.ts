@@ -16,7 +16,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
-import { startShopService, type ShopEndpoint, type ShopService } from "../../src/demo/shop-service.js";
+import { startShopService, type ShopEndpoint, type ShopService } from "../../demo/shop-service.js";
 import type { SagaStatus } from "../../src/saga/types.js";
 import type { RecoverySummary } from "../../src/root/create-gate.js";
 import { requireBuild, runFixture, type FixtureExit } from "../support/processes.js";

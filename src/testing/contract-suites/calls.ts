@@ -1,0 +1,199 @@
+/**
+ * The call store and checkpoints contract ("Ledger contract"): every store runs exactly these
+ * tests, through its ledger's `calls` and `checkpoints`. A store that cannot support a case skips
+ * it by name with a reason (`contractSuite`'s `skip`), never silently.
+ */
+import type { ClaimRequest } from "../../contracts/calls.js";
+import type { Stores } from "../../contracts/stores.js";
+import type { ContractSuiteDefinition } from "./suite.js";
+
+export function claimRequest(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
+  return {
+    tenant: "acme", key: "toolu_1", tool: "create_ticket", effect: "write", task: "task-1", toolUseId: "toolu_1",
+    fingerprint: "fp-1", input: { title: "printer on fire" }, inputRedacted: false, owner: "worker-a", leaseMs: 60_000,
+    ...overrides,
+  };
+}
+
+export const callsSuite: ContractSuiteDefinition = {
+  title: "Ledger contract",
+  register({ expect, opened, test }) {
+    let ledger!: Stores;
+    opened((opening) => {
+      ledger = opening;
+    });
+
+    test("a first claim creates an in_progress record held by the claimant", async () => {
+      const before = await ledger.calls.now();
+      const result = await ledger.calls.claim(claimRequest());
+      expect(result.claimed).toBe(true);
+      expect(result.record).toMatchObject({
+        tenant: "acme", key: "toolu_1", tool: "create_ticket", effect: "write", state: "in_progress",
+        owner: "worker-a", attempts: 1, version: 1, result: null, error: null, input: { title: "printer on fire" },
+      });
+      expect(result.record.leaseExpiresAt).toBeGreaterThanOrEqual(before + 60_000);
+    });
+
+    test("a second claim of the same key changes nothing and returns the record", async () => {
+      await ledger.calls.claim(claimRequest());
+      const second = await ledger.calls.claim(claimRequest({ owner: "worker-b", fingerprint: "fp-other", toolUseId: "toolu_9" }));
+      expect(second.claimed).toBe(false);
+      expect(second.record).toMatchObject({ owner: "worker-a", fingerprint: "fp-1", toolUseId: "toolu_1", version: 1 });
+    });
+
+    test("of many concurrent claims for one key exactly one wins", async () => {
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => ledger.calls.claim(claimRequest({ owner: `worker-${i}` }))),
+      );
+      expect(results.filter((r) => r.claimed)).toHaveLength(1);
+      const owners = new Set(results.map((r) => r.record.owner));
+      expect(owners.size).toBe(1);
+    });
+
+    test("records are scoped by tenant: the same key in two tenants is two records", async () => {
+      await ledger.calls.claim(claimRequest({ tenant: "acme" }));
+      const other = await ledger.calls.claim(claimRequest({ tenant: "globex" }));
+      expect(other.claimed).toBe(true);
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "completed", result: { ticket: 1 }, owner: null });
+      expect((await ledger.calls.get("globex", "toolu_1"))?.result).toBeNull();
+      expect(await ledger.calls.get("initech", "toolu_1")).toBeUndefined();
+    });
+
+    test("update is compare-and-set on version and bumps it", async () => {
+      await ledger.calls.claim(claimRequest());
+      const done = await ledger.calls.update("acme", "toolu_1", 1, { state: "completed", result: { id: "T-1" }, owner: null });
+      expect(done).toMatchObject({ state: "completed", result: { id: "T-1" }, version: 2, owner: null, leaseExpiresAt: null });
+      const stale = await ledger.calls.update("acme", "toolu_1", 1, { state: "failed", error: "late" });
+      expect(stale).toBeUndefined();
+      expect(await ledger.calls.get("acme", "toolu_1")).toMatchObject({ state: "completed", result: { id: "T-1" }, version: 2 });
+    });
+
+    test("update of a missing record returns undefined", async () => {
+      expect(await ledger.calls.update("acme", "nope", 1, { state: "completed" })).toBeUndefined();
+    });
+
+    test("an illegal transition is refused with an error that names both states", async () => {
+      await ledger.calls.claim(claimRequest());
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "failed", error: "boom", owner: null });
+      await expect(ledger.calls.update("acme", "toolu_1", 2, { state: "completed" })).rejects.toThrow(/EG_ILLEGAL_TRANSITION.*failed to completed/);
+      expect(await ledger.calls.get("acme", "toolu_1")).toMatchObject({ state: "failed", version: 2 });
+    });
+
+    test("results round-trip as JSON exactly (strings, nesting, unicode, null)", async () => {
+      const result = { text: "línea 1\n\"quoted\" ☃", n: 1.5, list: [1, null, { deep: true }], empty: "" };
+      await ledger.calls.claim(claimRequest());
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "completed", result, owner: null });
+      expect((await ledger.calls.get("acme", "toolu_1"))?.result).toEqual(result);
+      await ledger.calls.claim(claimRequest({ key: "k-str" }));
+      await ledger.calls.update("acme", "k-str", 1, { state: "completed", result: "plain text", owner: null });
+      expect((await ledger.calls.get("acme", "k-str"))?.result).toBe("plain text");
+    });
+
+    test("countAttempt counts a re-execution and leaseMs sets a new lease", async () => {
+      await ledger.calls.claim(claimRequest());
+      const now = await ledger.calls.now();
+      const again = await ledger.calls.update("acme", "toolu_1", 1, { state: "in_progress", owner: "worker-b", leaseMs: 5_000, countAttempt: true });
+      expect(again).toMatchObject({ attempts: 2, owner: "worker-b", version: 2 });
+      expect(again?.leaseExpiresAt).toBeGreaterThanOrEqual(now + 5_000);
+    });
+
+    test("takeOver refuses a live lease and takes an expired one", async () => {
+      await ledger.calls.claim(claimRequest({ leaseMs: 60_000 }));
+      expect(await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-b", leaseMs: 1000 })).toBeUndefined();
+      await ledger.calls.claim(claimRequest({ key: "short", leaseMs: -1 })); // already expired
+      const taken = await ledger.calls.takeOver({ tenant: "acme", key: "short", version: 1, owner: "worker-b", leaseMs: 1000 });
+      expect(taken).toMatchObject({ owner: "worker-b", state: "in_progress", version: 2 });
+    });
+
+    test("takeOver of a live lease succeeds only when the holder is proven dead", async () => {
+      await ledger.calls.claim(claimRequest());
+      const taken = await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-b", leaseMs: 1000, holderIsDead: true });
+      expect(taken?.owner).toBe("worker-b");
+    });
+
+    test("takeOver is compare-and-set: of two racing take-overs one wins", async () => {
+      await ledger.calls.claim(claimRequest({ leaseMs: -1 }));
+      const [a, b] = await Promise.all([
+        ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-b", leaseMs: 1000 }),
+        ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-c", leaseMs: 1000 }),
+      ]);
+      expect([a, b].filter(Boolean)).toHaveLength(1);
+    });
+
+    test("takeOver leaves an uncertain call alone while its holder's lease is live", async () => {
+      await ledger.calls.claim(claimRequest());
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "uncertain", error: "timed out, probing", leaseMs: 60_000 });
+      expect(await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 2, owner: "w", leaseMs: 1000 })).toBeUndefined();
+      expect(await ledger.calls.renewLease("acme", "toolu_1", 2, "worker-a", 60_000)).toBe(true);
+    });
+
+    test("takeOver takes released uncertain calls but never settled ones", async () => {
+      await ledger.calls.claim(claimRequest());
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "uncertain", owner: null, error: "timed out" });
+      expect(await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 2, owner: "w", leaseMs: 1000 })).toMatchObject({ state: "uncertain", owner: "w" });
+      await ledger.calls.claim(claimRequest({ key: "done", leaseMs: -1 }));
+      await ledger.calls.update("acme", "done", 1, { state: "completed", result: 1, owner: null });
+      expect(await ledger.calls.takeOver({ tenant: "acme", key: "done", version: 2, owner: "w", leaseMs: 1000, holderIsDead: true })).toBeUndefined();
+    });
+
+    test("renewLease extends only the current holder's lease and keeps the version", async () => {
+      await ledger.calls.claim(claimRequest({ leaseMs: 1000 }));
+      expect(await ledger.calls.renewLease("acme", "toolu_1", 1, "worker-a", 90_000)).toBe(true);
+      const record = await ledger.calls.get("acme", "toolu_1");
+      expect(record?.version).toBe(1);
+      expect(record?.leaseExpiresAt).toBeGreaterThanOrEqual((await ledger.calls.now()) + 80_000);
+      expect(await ledger.calls.renewLease("acme", "toolu_1", 1, "worker-b", 90_000)).toBe(false);
+      expect(await ledger.calls.renewLease("acme", "toolu_1", 7, "worker-a", 90_000)).toBe(false);
+    });
+
+    test("remove is compare-and-set on version; a removed key can be claimed afresh", async () => {
+      await ledger.calls.claim(claimRequest());
+      expect(await ledger.calls.remove("acme", "toolu_1", 7)).toBe(false);
+      expect(await ledger.calls.remove("globex", "toolu_1", 1)).toBe(false);
+      expect(await ledger.calls.remove("acme", "toolu_1", 1)).toBe(true);
+      expect(await ledger.calls.get("acme", "toolu_1")).toBeUndefined();
+      expect(await ledger.calls.remove("acme", "toolu_1", 1)).toBe(false);
+      expect((await ledger.calls.claim(claimRequest({ owner: "worker-b" }))).claimed).toBe(true);
+    });
+
+    test("listUnsettled returns uncertain and lease-expired calls, not live or settled ones", async () => {
+      await ledger.calls.claim(claimRequest({ key: "live" }));
+      await ledger.calls.claim(claimRequest({ key: "expired", leaseMs: -1 }));
+      await ledger.calls.claim(claimRequest({ key: "unsure" }));
+      await ledger.calls.update("acme", "unsure", 1, { state: "uncertain", owner: null });
+      await ledger.calls.claim(claimRequest({ key: "done" }));
+      await ledger.calls.update("acme", "done", 1, { state: "completed", result: null, owner: null });
+      const keys = (await ledger.calls.listUnsettled()).map((r) => r.key).sort();
+      expect(keys).toEqual(["expired", "unsure"]);
+      const withLive = (await ledger.calls.listUnsettled({ includeLive: true })).map((r) => r.key).sort();
+      expect(withLive).toEqual(["expired", "live", "unsure"]);
+    });
+
+    test("list filters by tenant, state and tool, oldest first, with a limit", async () => {
+      for (let i = 0; i < 5; i++) await ledger.calls.claim(claimRequest({ key: `k${i}`, tool: i % 2 ? "send_email" : "create_ticket" }));
+      await ledger.calls.claim(claimRequest({ key: "other-tenant", tenant: "globex" }));
+      await ledger.calls.update("acme", "k0", 1, { state: "completed", result: 0, owner: null });
+      expect((await ledger.calls.list({ tenant: "acme" })).map((r) => r.key)).toEqual(["k0", "k1", "k2", "k3", "k4"]);
+      expect((await ledger.calls.list({ tenant: "acme", tool: "send_email" })).map((r) => r.key)).toEqual(["k1", "k3"]);
+      expect((await ledger.calls.list({ state: "completed" })).map((r) => r.key)).toEqual(["k0"]);
+      expect(await ledger.calls.list({ tenant: "acme", limit: 2 })).toHaveLength(2);
+      expect((await ledger.calls.list({ tenant: "globex" })).map((r) => r.key)).toEqual(["other-tenant"]);
+      await ledger.calls.claim(claimRequest({ key: "k1", tenant: "globex" }));
+      expect((await ledger.calls.list({ key: "k1" })).map((r) => r.tenant).sort()).toEqual(["acme", "globex"]);
+    });
+
+    test("records returned are copies: changing one does not change the store", async () => {
+      const { record } = await ledger.calls.claim(claimRequest());
+      (record.input as Record<string, unknown>).title = "tampered";
+      expect((await ledger.calls.get("acme", "toolu_1"))?.input).toEqual({ title: "printer on fire" });
+    });
+
+    test("checkpoints are stored per tenant and replaced whole", async () => {
+      expect(await ledger.checkpoints.get("acme", "task-1")).toBeUndefined();
+      await ledger.checkpoints.put("acme", "task-1", '{"v":1}');
+      await ledger.checkpoints.put("acme", "task-1", '{"v":2}');
+      expect(await ledger.checkpoints.get("acme", "task-1")).toBe('{"v":2}');
+      expect(await ledger.checkpoints.get("globex", "task-1")).toBeUndefined();
+    });
+  },
+};
