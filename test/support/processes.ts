@@ -6,7 +6,8 @@ import { fileURLToPath } from "node:url";
 
 export const DIST_INDEX = fileURLToPath(new URL("../../dist/index.js", import.meta.url));
 
-const SRC = fileURLToPath(new URL("../../src", import.meta.url));
+/** What the build compiles: the package (src/) and the demo (demo/, built to dist/demo). */
+const SOURCES = [fileURLToPath(new URL("../../src", import.meta.url)), fileURLToPath(new URL("../../demo", import.meta.url))];
 
 function sourceFiles(at: string): string[] {
   return readdirSync(at, { withFileTypes: true }).flatMap((e) =>
@@ -17,7 +18,7 @@ function sourceFiles(at: string): string[] {
 export function requireBuild(): void {
   if (!existsSync(DIST_INDEX)) throw new Error(`${DIST_INDEX} is missing: run \`npm run build\` first (npm test does it)`);
   const built = statSync(DIST_INDEX).mtimeMs;
-  const newer = sourceFiles(SRC).find((f) => statSync(f).mtimeMs > built);
+  const newer = SOURCES.flatMap(sourceFiles).find((f) => statSync(f).mtimeMs > built);
   if (newer) throw new Error(`dist/ is older than ${newer}: run \`npm run build\` before these tests (\`npm test\` does it)`);
 }
 

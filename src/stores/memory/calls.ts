@@ -4,8 +4,8 @@
  * never mutate a stored record.
  */
 import type { CallRecord, CallStore, ClaimRequest, ClaimResult, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
-import { assertTransition } from "../../core/states.js";
-import { applyUpdate, isTakeable, newRecord } from "../../contracts/call-rules.js";
+import { assertTransition, isHeld } from "../../core/states.js";
+import { applyUpdate, isTakeable, listOrder, newRecord } from "../../contracts/call-rules.js";
 import { changeOrder, isAfter } from "../../contracts/change-order.js";
 
 export function memoryCallStore(clock: () => number): CallStore {
@@ -51,7 +51,7 @@ export function memoryCallStore(clock: () => number): CallStore {
     async renewLease(tenant, key, version, owner, leaseMs) {
       const record = calls.get(id(tenant, key));
       if (!record || record.version !== version || record.owner !== owner) return false;
-      if (record.state !== "in_progress" && record.state !== "uncertain") return false;
+      if (!isHeld(record.state)) return false;
       calls.set(id(tenant, key), { ...record, leaseExpiresAt: clock() + leaseMs });
       return true;
     },
@@ -61,17 +61,10 @@ export function memoryCallStore(clock: () => number): CallStore {
       return calls.delete(id(tenant, key));
     },
     async list(query: ListQuery = {}) {
-      const limit = query.limit ?? 100;
-      const out: CallRecord[] = [];
-      for (const record of calls.values()) {
-        if (query.tenant !== undefined && record.tenant !== query.tenant) continue;
-        if (query.state !== undefined && record.state !== query.state) continue;
-        if (query.tool !== undefined && record.tool !== query.tool) continue;
-        if (query.key !== undefined && record.key !== query.key) continue;
-        out.push(copy(record));
-        if (out.length >= limit) break;
-      }
-      return out;
+      const matching = [...calls.values()].filter((record) =>
+        (query.tenant === undefined || record.tenant === query.tenant) && (query.state === undefined || record.state === query.state) &&
+        (query.tool === undefined || record.tool === query.tool) && (query.key === undefined || record.key === query.key));
+      return matching.sort(listOrder).slice(0, query.limit ?? 100).map(copy);
     },
     async listUnsettled(options = {}) {
       const now = clock();

@@ -116,19 +116,11 @@ export const MIGRATIONS: readonly Migration[] = [
       );`,
   },
   {
-    // Governance (src/governance/postgres.ts): kill switches, quota counters and the calls already
-    // charged, rate windows and breakers, approvals, and the two functions that charge a quota and
-    // count a rate window atomically in one statement.
-    version: 3,
-    description: "governance",
-    sql: (s) => governanceMigrationSql(s),
-  },
-  {
-    // Sagas (src/ledger/postgres/sagas.ts). `n` orders sagas by creation (list, oldest first);
+    // Sagas (sagas.ts). `n` orders sagas by creation (list, oldest first);
     // `sagas_active` is partial, so a recovery pass costs the running and compensating sagas, not the
     // log; steps and history are read per saga through their primary keys. Every write to a saga
     // locks its row first, which serialises step positions and history sequence numbers.
-    version: 4,
+    version: 3,
     description: "sagas",
     sql: (s) => `
       CREATE TABLE ${s}.sagas (
@@ -187,7 +179,45 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (tenant, saga_id, seq)
       );`,
   },
+  {
+    // Governance (governance.ts): kill switches, quota counters and the calls already
+    // charged, rate windows and breakers, approvals, and the two functions that charge a quota and
+    // count a rate window atomically in one statement.
+    version: 4,
+    description: "governance",
+    sql: (s) => governanceMigrationSql(s),
+  },
+  {
+    // The one list order of every store (contracts/call-rules.ts \`listOrder\`): oldest first, ties by tenant and key.
+    version: 5,
+    description: "list order",
+    sql: (s) => `CREATE INDEX calls_by_created ON ${s}.calls (created_at, tenant, key);`,
+  },
 ];
+
+/**
+ * effectgate 0.1.0 numbered PostgreSQL's migrations 3 = governance, 4 = sagas (SQLite's were the
+ * other way round). Versions now mean the same in both, so a 0.1.0 schema is brought to the new
+ * numbering first: at version 4 it holds the same tables and only the descriptions change; at
+ * version 3 it has governance but no sagas, so the sagas migration runs and the two are swapped.
+ * Returns the version in the new numbering. Runs inside the migration's transaction and lock.
+ */
+async function renumberFrom010(client: PoolClient, quoted: string, from: number): Promise<number> {
+  if (from !== 3 && from !== 4) return from;
+  const { rows } = await client.query<{ description: string }>(`SELECT description FROM ${quoted}.schema_version WHERE version = 3`);
+  if (rows[0]?.description !== "governance") return from;
+  const sagas = MIGRATIONS[2];
+  const governance = MIGRATIONS[3];
+  if (sagas === undefined || governance === undefined) throw new Error("the sagas and governance migrations are missing");
+  if (from === 3) {
+    await client.query(sagas.sql(quoted));
+    await client.query(`INSERT INTO ${quoted}.schema_version (version, description) VALUES (4, $1)`, [governance.description]);
+  } else {
+    await client.query(`UPDATE ${quoted}.schema_version SET description = $1 WHERE version = 4`, [governance.description]);
+  }
+  await client.query(`UPDATE ${quoted}.schema_version SET description = $1 WHERE version = 3`, [sagas.description]);
+  return 4;
+}
 
 /** The schema version this code writes and reads. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -232,8 +262,9 @@ export async function applyMigrations(client: PoolClient, schema: string, quoted
          applied_at timestamptz NOT NULL DEFAULT now()
        )`,
     );
-    const from = await readSchemaVersion(client, quoted);
+    let from = await readSchemaVersion(client, quoted);
     if (from > SCHEMA_VERSION) throw new SchemaTooNew(from);
+    from = await renumberFrom010(client, quoted, from);
     for (const migration of MIGRATIONS.slice(from)) {
       await client.query(migration.sql(quoted));
       await client.query(`INSERT INTO ${quoted}.schema_version (version, description) VALUES ($1, $2)`, [migration.version, migration.description]);

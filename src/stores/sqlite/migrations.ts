@@ -4,13 +4,14 @@
  * `PRAGMA user_version`. A file whose version is newer than this code knows is refused by name.
  */
 import type Database from "better-sqlite3";
+import { MIGRATION_NAMES } from "../migration-names.js";
 
 /** Append-only: never edit a shipped migration, add the next one. */
 // Shaped for few pages per commit, since each page is a WAL frame that the commit's fsync
 // must write: a rowid table (new rows land on the same rightmost page, in creation order, so
 // listing needs no extra index) with a unique (tenant, key) index, and partial indexes that
 // hold only the few unsettled or attention-needing calls.
-export const MIGRATIONS: readonly string[] = [
+const SQL: readonly string[] = [
   `CREATE TABLE calls (
      id INTEGER PRIMARY KEY,
      tenant TEXT NOT NULL, key TEXT NOT NULL, tool TEXT NOT NULL, effect TEXT NOT NULL,
@@ -103,7 +104,18 @@ export const MIGRATIONS: readonly string[] = [
      requested_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, decided_by TEXT, decided_at INTEGER, note TEXT, consumed_at INTEGER
    ) WITHOUT ROWID;
    CREATE INDEX approvals_by_state ON approvals (state, requested_at);`,
+  // 5: the one list order of every store (contracts/call-rules.ts `listOrder`).
+  `CREATE INDEX calls_by_created ON calls (created_at, tenant, key);`,
 ];
+
+export interface Migration {
+  readonly version: number;
+  readonly description: string;
+  readonly sql: string;
+}
+
+/** Append-only, numbered and named as in MIGRATION_NAMES (the same in PostgreSQL). */
+export const MIGRATIONS: readonly Migration[] = SQL.map((sql, i) => ({ version: i + 1, description: MIGRATION_NAMES[i] ?? `migration ${i + 1}`, sql }));
 
 /** The schema version this code writes and reads. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -123,7 +135,7 @@ export function migrate(db: Database.Database, tooNew: (version: number) => Erro
   db.transaction(() => {
     const now = schemaVersion(db);
     if (now > SCHEMA_VERSION) throw tooNew(now);
-    for (let v = now; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v] as string);
+    for (const migration of MIGRATIONS.slice(now)) db.exec(migration.sql);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
 }
