@@ -8,7 +8,7 @@
  * Build and run: npx tsc -p tsconfig.bench.json && node dist-bench/examples/agent-loop.js
  */
 import { z } from "zod";
-import { createGate, defineTool, fileCheckpoint, memoryLedger, type Scope } from "../src/index.js";
+import { createGate, defineTool, fileCheckpoint, memoryLedger, type Scope } from "effectgate";
 
 type Block = { type: "text"; text: string } | { type: "tool_use"; id: string; name: string; input: unknown };
 type Message = { role: "user" | "assistant"; content: string | readonly unknown[] };

@@ -46,7 +46,7 @@ function targetOf(o: KillOptions): KillTarget {
   return { ...(o.tenant === undefined ? {} : { tenant: o.tenant }), ...(o.agent === undefined ? {} : { agent: o.agent }) };
 }
 
-export function describeKill(sw: Pick<KillSwitch, "tenant" | "agent">): string {
+function describeKill(sw: Pick<KillSwitch, "tenant" | "agent">): string {
   if (sw.tenant === null && sw.agent === null) return "every tenant and agent";
   if (sw.tenant !== null && sw.agent !== null) return `agent ${sw.agent} in tenant ${sw.tenant}`;
   return sw.tenant !== null ? `tenant ${sw.tenant} (every agent)` : `agent ${sw.agent ?? ""} (every tenant)`;

@@ -25,7 +25,7 @@ function millis(value: string): number {
 const UNITS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** A point in time: epoch milliseconds, an ISO 8601 date or time, or a duration ago (90m, 24h, 7d). */
-export function parseTime(value: string, now: number = Date.now()): number {
+function parseTime(value: string, now: number = Date.now()): number {
   const text = value.trim();
   if (/^\d{10,}$/.test(text)) return Number(text);
   const ago = /^(\d+)([smhd])$/.exec(text);

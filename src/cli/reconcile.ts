@@ -41,7 +41,7 @@ export interface ReconcileCommandOptions {
 }
 
 /** Imports the tools module: `export const tools = [...]`, `export default [...]`, or a default function returning them. */
-export async function loadTools(modulePath: string): Promise<AnyTool[]> {
+async function loadTools(modulePath: string): Promise<AnyTool[]> {
   const file = resolve(modulePath);
   if (!existsSync(file)) throw new CliError(`there is no tools module at ${file}. Pass the built JavaScript module exporting your tools with --tools.`, EXIT_USAGE);
   let loaded: Record<string, unknown>;

@@ -8,7 +8,7 @@ import { CliError, EXIT_FAILURE, EXIT_USAGE } from "./errors.js";
 import { hanging, indent, iso, relative, short, table } from "./format.js";
 import { openLedgerForChanges, openLedgerForReading } from "./open-ledger.js";
 
-export const SAGA_STATE_MEANING: Readonly<Record<SagaState, string>> = {
+const SAGA_STATE_MEANING: Readonly<Record<SagaState, string>> = {
   running: "its driver is adding steps (or died without anyone noticing yet: gate.recover() marks such a saga stalled).",
   stalled: "its driver died mid-way. Recovery does not continue forward steps: run the saga's code again to resume it (completed steps return their stored results), or roll it back with `effectgate saga compensate`.",
   completed: "every step is done.",

@@ -39,9 +39,6 @@ const STEP_MOVES: Readonly<Record<StepState, readonly StepState[]>> = {
   compensated: [],
 };
 
-/** Sagas whose driver may add steps. */
-export const SAGA_TERMINAL: readonly SagaState[] = ["completed", "compensated", "compensation_failed", "resolved"];
-
 export function isSagaState(value: unknown): value is SagaState {
   return typeof value === "string" && (SAGA_STATES as readonly string[]).includes(value);
 }
@@ -50,11 +47,11 @@ export function isStepState(value: unknown): value is StepState {
   return typeof value === "string" && (STEP_STATES as readonly string[]).includes(value);
 }
 
-export function canMoveSaga(from: SagaState, to: SagaState): boolean {
+function canMoveSaga(from: SagaState, to: SagaState): boolean {
   return SAGA_MOVES[from].includes(to);
 }
 
-export function canMoveStep(from: StepState, to: StepState): boolean {
+function canMoveStep(from: StepState, to: StepState): boolean {
   return STEP_MOVES[from].includes(to);
 }
 

@@ -5,7 +5,7 @@
  */
 export type ErrorOutcome = "terminal" | "retryable" | "unknown";
 
-export const ERROR_CODES = {
+const ERROR_CODES = {
   EG_BAD_CONTENT: "terminal",
   EG_MALFORMED_BLOCK: "terminal",
   EG_UNKNOWN_TOOL: "terminal",

@@ -36,7 +36,7 @@ export function isHeld(state: CallState): state is (typeof HELD_STATES)[number] 
 }
 
 /** States whose stored result (or error) answers every replay of the call. */
-export const SETTLED_STATES = ["completed", "failed", "compensated", "compensation_failed"] as const satisfies readonly CallState[];
+const SETTLED_STATES = ["completed", "failed", "compensated", "compensation_failed"] as const satisfies readonly CallState[];
 
 export function isSettled(state: CallState): state is (typeof SETTLED_STATES)[number] {
   return (SETTLED_STATES as readonly CallState[]).includes(state);

@@ -8,7 +8,7 @@ import type { AnyTool } from "../core/tool.js";
 import type { GovernedClass, GrantRule, NamePattern } from "./policy.js";
 
 /** Exact match, or `*` as any run of characters; an absent pattern matches anything. */
-export function matchesPattern(pattern: NamePattern | undefined, value: string | undefined): boolean {
+function matchesPattern(pattern: NamePattern | undefined, value: string | undefined): boolean {
   if (pattern === undefined) return true;
   if (value === undefined) return false;
   if (!pattern.includes("*")) return pattern === value;

@@ -109,7 +109,7 @@ const policySchema = z.strictObject({
 }, { error: "a policy must be a JSON object" });
 
 /** `quotas[1].limit` */
-export function fieldName(path: readonly PropertyKey[]): string {
+function fieldName(path: readonly PropertyKey[]): string {
   let out = "";
   for (const part of path) out += typeof part === "number" ? `[${part}]` : out === "" ? String(part) : `.${String(part)}`;
   return out === "" ? "(the policy itself)" : out;
@@ -122,7 +122,7 @@ export interface PolicyProblem {
   readonly message: string;
 }
 
-export function formatProblems(source: string, problems: readonly PolicyProblem[]): string {
+function formatProblems(source: string, problems: readonly PolicyProblem[]): string {
   const lines = problems.map((p) => `  - ${p.field}${p.line === undefined ? "" : ` (line ${p.line}, column ${p.column ?? 1})`}: ${p.message}`);
   return `the policy ${source} is not valid (${problems.length} problem${problems.length === 1 ? "" : "s"}); no call was run under it:\n${lines.join("\n")}`;
 }

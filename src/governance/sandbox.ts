@@ -27,7 +27,7 @@ import type { AnyTool, ToolContext } from "../core/tool.js";
 import { OutcomeUnknown, ToolRejected } from "../core/outcome.js";
 import type { SandboxSpec } from "../core/sandbox-spec.js";
 
-export const DEFAULT_SANDBOX_MEMORY_MB = 128;
+const DEFAULT_SANDBOX_MEMORY_MB = 128;
 
 /** The child's program: import the module, run the tool, answer once over IPC, exit. */
 const RUNNER = `
@@ -78,7 +78,7 @@ function permissionFlag(): string {
 }
 
 /** The nearest directory at or above `from` holding a package.json (the package a file belongs to), else `from`. */
-export function packageRoot(from: string): string {
+function packageRoot(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
     if (existsSync(join(dir, "package.json"))) return dir;
     if (dirname(dir) === dir) return from;
@@ -98,7 +98,7 @@ export interface SandboxPlan {
   readonly env: Readonly<Record<string, string>>;
 }
 
-export function planSandbox(tool: AnyTool, spec: SandboxSpec, defaultTimeoutMs: number): SandboxPlan {
+function planSandbox(tool: AnyTool, spec: SandboxSpec, defaultTimeoutMs: number): SandboxPlan {
   const moduleUrl = spec.module.startsWith("file:") ? spec.module : pathToFileURL(spec.module).href;
   const modulePath = fileURLToPath(moduleUrl);
   const read = [...new Set([packageRoot(dirname(modulePath)), EFFECTGATE_ROOT, ...(spec.allowRead ?? [])])];
@@ -130,7 +130,7 @@ export function sandboxed(tool: AnyTool, defaultTimeoutMs: number): AnyTool {
   return Object.freeze({ ...tool, execute: (input: unknown, ctx: ToolContext) => runSandboxed(tool, plan, input, ctx) });
 }
 
-export function runSandboxed(tool: AnyTool, plan: SandboxPlan, input: unknown, ctx: ToolContext): Promise<unknown> {
+function runSandboxed(tool: AnyTool, plan: SandboxPlan, input: unknown, ctx: ToolContext): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...plan.args], { stdio: ["ignore", "ignore", "pipe", "ipc"], env: plan.env });
     let stderr = "";

@@ -10,7 +10,7 @@ export interface Comparison {
 }
 
 /** The value at a dot path, or undefined when any step is missing. */
-export function valueAt(value: Json | null | undefined, path: string): Json | undefined {
+function valueAt(value: Json | null | undefined, path: string): Json | undefined {
   let node: Json | null | undefined = value;
   for (const part of path.split(".")) {
     if (typeof node !== "object" || node === null) return undefined;

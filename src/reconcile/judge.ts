@@ -47,7 +47,7 @@ export interface Judge {
   openFindings(tenant: string | null, key: string): Promise<readonly Finding[]>;
 }
 
-export function snapshotOf(record: CallRecord): LedgerSnapshot {
+function snapshotOf(record: CallRecord): LedgerSnapshot {
   return { state: record.state, input: record.input, result: record.result, error: record.error, updatedAt: record.updatedAt };
 }
 

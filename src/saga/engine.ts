@@ -615,7 +615,7 @@ async function failCompensation(ctx: SagaContext, start: SagaStepRecord, why: st
 }
 
 /** Moves the forward call's record completed → compensated | compensation_failed (reads have none). */
-export async function markForward(ctx: SagaContext, step: SagaStepRecord, to: "compensated" | "compensation_failed", error: string | null): Promise<void> {
+async function markForward(ctx: SagaContext, step: SagaStepRecord, to: "compensated" | "compensation_failed", error: string | null): Promise<void> {
   if (step.effect === "read") return;
   for (let tries = 0; tries < 20; tries++) {
     const record = await ctx.rt.kernel.calls.get(ctx.tenant, step.key);
@@ -720,7 +720,7 @@ const passThrough: StandardSchemaV1<unknown, unknown> = {
 const hookTools = new WeakMap<AnyTool, AnyTool>();
 
 /** A tool's `compensate` hook as a tool of its own (`<name>:compensate`), so it runs through the gate like any call. */
-export function hookTool(forward: AnyTool): AnyTool {
+function hookTool(forward: AnyTool): AnyTool {
   const known = hookTools.get(forward);
   if (known) return known;
   if (!forward.compensate) throw new EffectgateError("EG_BAD_TOOL_DEFINITION", `${forward.name} has no compensate hook`);

@@ -379,7 +379,7 @@ const STATUS_TITLES: Readonly<Record<number, string>> = {
 };
 
 /** Whether a content type is JSON (`application/json`, `application/*+json`). */
-export function isJsonContentType(contentType: string | undefined | null): boolean {
+function isJsonContentType(contentType: string | undefined | null): boolean {
   if (!contentType) return false;
   const type = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
   return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
@@ -457,7 +457,7 @@ export function storableHeaders(entries: Iterable<readonly [string, string | num
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** The response as a ledger result: text bodies stay readable, others are base64. */
-export function encodeResponse(response: HttpResponse): Json {
+function encodeResponse(response: HttpResponse): Json {
   let body: string;
   let encoding: "utf8" | "base64";
   try {
@@ -470,7 +470,7 @@ export function encodeResponse(response: HttpResponse): Json {
   return { status: response.status, headers: response.headers.map(([n, v]) => [n, v]), body, encoding };
 }
 
-export function decodeResponse(result: Json | null): HttpResponse | undefined {
+function decodeResponse(result: Json | null): HttpResponse | undefined {
   if (result === null || typeof result !== "object" || Array.isArray(result)) return undefined;
   const { status, headers, body, encoding } = result;
   if (typeof status !== "number" || typeof body !== "string" || (encoding !== "utf8" && encoding !== "base64") || !Array.isArray(headers)) return undefined;

@@ -9,7 +9,7 @@ import { allowedFrom, CALL_STATES, HELD_STATES, type CallState } from "../../cor
 import { compile, type CompiledSql, type Dialect } from "./dialect.js";
 
 /** The columns every statement returns, named rather than `*` (a cached plan survives a column added by a later migration). */
-export const CALL_COLUMNS = [
+const CALL_COLUMNS = [
   "tenant", "key", "tool", "effect", "task", "tool_use_id", "fingerprint", "input", "input_redacted", "state", "result",
   "error", "owner", "lease_expires_at", "attempts", "version", "created_at", "updated_at",
 ] as const;

@@ -18,7 +18,7 @@ import { callStatements, LIST_FILTERS, updateValues } from "../sql/call-statemen
 import { sqliteValues, type CompiledSql, type Dialect } from "../sql/dialect.js";
 import { preparedOnce, type Db, type SqliteAccess } from "./access.js";
 
-export const SQLITE_DIALECT: Dialect = {
+const SQLITE_DIALECT: Dialect = {
   name: "sqlite",
   table: (name) => name,
   now: "@now",

@@ -4,6 +4,7 @@
  * it by name with a reason (`contractSuite`'s `skip`), never silently.
  */
 import type { ClaimRequest } from "../../contracts/calls.js";
+import { listOrder } from "../../contracts/call-rules.js";
 import type { Stores } from "../../contracts/stores.js";
 import type { ContractSuiteDefinition } from "./suite.js";
 
@@ -180,6 +181,19 @@ export const callsSuite: ContractSuiteDefinition = {
       expect((await ledger.calls.list({ tenant: "globex" })).map((r) => r.key)).toEqual(["other-tenant"]);
       await ledger.calls.claim(claimRequest({ key: "k1", tenant: "globex" }));
       expect((await ledger.calls.list({ key: "k1" })).map((r) => r.tenant).sort()).toEqual(["acme", "globex"]);
+    });
+
+    test("every store lists in one order: oldest first, ties by tenant and key byte by byte", async () => {
+      const pause = () => new Promise((resolve) => setTimeout(resolve, 3));
+      for (const key of ["z-first", "a-second", "m-third"]) {
+        await ledger.calls.claim(claimRequest({ key }));
+        await pause();
+      }
+      expect((await ledger.calls.list({ tenant: "acme" })).map((r) => r.key)).toEqual(["z-first", "a-second", "m-third"]);
+      // A burst in one millisecond (or a few) still comes back in the one order.
+      await Promise.all(["é", "f", "E", "e"].map((key) => ledger.calls.claim(claimRequest({ key, tenant: key === "f" ? "acme" : "beta" }))));
+      const all = await ledger.calls.list({});
+      expect(all.map((r) => `${r.tenant}/${r.key}`)).toEqual([...all].sort(listOrder).map((r) => `${r.tenant}/${r.key}`));
     });
 
     test("records returned are copies: changing one does not change the store", async () => {

@@ -12,7 +12,7 @@ import type { FindingReport } from "../../contracts/findings.js";
 import { claimRequest } from "./calls.js";
 import type { ContractSuiteDefinition } from "./suite.js";
 
-export function findingReport(overrides: Partial<FindingReport> = {}): FindingReport {
+function findingReport(overrides: Partial<FindingReport> = {}): FindingReport {
   const base = {
     kind: "missing_downstream", tool: "charge_card", tenant: "acme", key: "toolu_1", summary: "the ledger says completed, but…",
     ledger: { state: "completed", input: { amount: 10 }, result: { id: "ch_1", amount: 10 }, error: null, updatedAt: 1 },
