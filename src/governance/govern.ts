@@ -11,10 +11,9 @@
  * charged atomically after it, so an approved call is checked again when it finally runs.
  */
 import { EffectgateError, messageOf } from "../core/errors.js";
-import type { Scope } from "../core/keys.js";
 import type { AnyTool, ToolContext } from "../core/tool.js";
-import type { Json } from "../core/json.js";
 import type { Alert } from "../gate/alerts.js";
+import type { Admission, GovernedCall, Governor } from "../gate/governor.js";
 import { approvalDigest, approvalId, decideApproval, expireIfDue, type ApprovalDecision } from "./approvals.js";
 import { planRates } from "./breakers.js";
 import { compilePolicy, type CompiledPolicy } from "./compile.js";
@@ -41,26 +40,9 @@ export interface GovernanceOptions {
   readonly alert: (alert: Alert) => void;
 }
 
-/** One validated call on its way to the claim. */
-export interface GovernedCall {
-  readonly tool: AnyTool;
-  /** The input as the schema parsed it (conditions, quota sums and the dry run see this). */
-  readonly input: unknown;
-  /** The input as the block gave it (the approval digest binds this). */
-  readonly rawInput: unknown;
-  /** The input as stored (redacted fields replaced). */
-  readonly storedInput: Json;
-  readonly key: string;
-  readonly scope: Scope;
-  readonly toolUseId: string;
-}
-
-export type Admission = { readonly ok: true } | { readonly ok: false; readonly message: string };
-
-export interface Governance {
+/** The gate's Governor (src/gate/governor.ts), plus the compiled policy sagas consult. */
+export interface Governance extends Governor {
   readonly policy: CompiledPolicy;
-  /** Admits the call (quota charged, approval consumed) or refuses it with a tool_result message. Nothing is executed here. */
-  admit(call: GovernedCall): Promise<Admission>;
 }
 
 const OK: Admission = { ok: true };
