@@ -24,6 +24,7 @@ import { canTransition } from "../core/states.js";
 import { redactInput, type AnyTool, type ToolContext } from "../core/tool.js";
 import { type Json, toJson } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
+import { leaseRanOut } from "../contracts/call-rules.js";
 import { errorCodeOf, type ToolResultBlock } from "../core/blocks.js";
 import type { Call, Kernel } from "../gate/kernel.js";
 import type {
@@ -122,7 +123,7 @@ export function driverGone(rt: SagaRuntime, saga: SagaRecord, now: number): bool
   if (saga.owner === rt.kernel.owner) return saga.state === "compensating" && !isSagaBusy(rt, saga.tenant, saga.id);
   const alive = holderAlive(saga.owner);
   if (alive !== undefined) return !alive;
-  return saga.leaseExpiresAt === null || saga.leaseExpiresAt <= now;
+  return leaseRanOut(saga, now);
 }
 
 // ---- forward --------------------------------------------------------------------------------

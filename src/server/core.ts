@@ -23,6 +23,7 @@ import { EffectgateError, isEffectgateError } from "../core/errors.js";
 import type { Json } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
 import type { Stores } from "../contracts/stores.js";
+import { leaseRanOut } from "../contracts/call-rules.js";
 
 /** 24 hours: how long a key is remembered, as Stripe does. */
 export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000;
@@ -289,7 +290,7 @@ export function createIdempotencyCore<Req>(
           }
           case "in_progress": {
             // The holder's lease ran out (its process died, or it lost its client and gave up): take the key over.
-            const expired = record.owner === null || record.leaseExpiresAt === null || record.leaseExpiresAt <= (await ledger.calls.now());
+            const expired = leaseRanOut(record, await ledger.calls.now());
             const taken = expired ? await ledger.calls.takeOver({ tenant: record.tenant, key: record.key, version: record.version, owner, leaseMs }) : undefined;
             if (taken) return { kind: "run", claim: hold(taken, owner) };
             return respond(409, "idempotency_key_in_use",
