@@ -1,8 +1,8 @@
 // The layering rule, as lint: an import only points down the layers (docs/ARCHITECTURE.md)
-//   core → contracts → {gate, stores} → {governance, saga, reconcile, server, checkpoint}
+//   core → contracts → {gate, stores} → {governance, saga, reconcile, http, checkpoint}
 //   → root → entries (src/*.ts, src/testing/) → cli; demo/ imports only the package's entries.
 // eslint.config.js applies these; test/layers/lint.test.ts proves each forbidden import fails.
-const FEATURES = ["governance", "saga", "reconcile", "server", "checkpoint"];
+const FEATURES = ["governance", "saga", "reconcile", "http", "checkpoint"];
 
 /** What each folder of src/ may import besides itself (relative imports only; packages are free). */
 const MAY_IMPORT = {

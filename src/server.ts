@@ -47,12 +47,12 @@
  * response (it may contain personal or secret data) for `ttlMs`, but only a digest of the
  * request body. Protect the ledger like the data your API returns.
  */
-export { idempotencyMiddleware, type ConnectMiddleware, type IdempotentRequestFields, type NextFunction } from "./server/node.js";
-export { honoIdempotency } from "./server/hono.js";
+export { idempotencyMiddleware, type ConnectMiddleware, type IdempotentRequestFields, type NextFunction } from "./http/node.js";
+export { honoIdempotency } from "./http/hono.js";
 export {
   DEFAULT_HEADER, DEFAULT_LEASE_MS, DEFAULT_MAX_BODY_BYTES, DEFAULT_TTL_MS, MAX_KEY_LENGTH, REPLAYED_HEADER, defaultStoreResponse,
   type IdempotencyErrorContext, type IdempotencyOptions,
-} from "./server/core.js";
+} from "./http/core.js";
 // Signed downstream receipts (webhooks) for reconciliation: docs/reconciliation.md.
 export {
   receiptsEndpoint, signReceipt, verifyReceiptSignature, parseReceipt,

@@ -1,6 +1,6 @@
 /**
  * Applying a downstream receipt (a webhook saying "I made this record with this key") to the
- * ledger, once its signature has been checked (src/server/receipts.ts does that).
+ * ledger, once its signature has been checked (src/root/receipts-endpoint.ts does that).
  *
  * - A receipt is stored once per id before it is applied, and marked applied after: the same
  *   receipt again changes nothing and gets the first outcome back; a receipt whose application

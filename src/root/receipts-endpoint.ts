@@ -22,7 +22,7 @@
  *
  * Bodies are never logged nor passed to `onError`.
  */
-import { readBodyLimited } from "../server/body.js";
+import { readBodyLimited } from "../http/body.js";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { EffectgateError, isEffectgateError } from "../core/errors.js";

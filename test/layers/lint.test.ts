@@ -42,7 +42,7 @@ describe("imports point one way", () => {
     ["src/stores/memory/probe.ts", "../../governance/approvals.js", /src\/stores may import only/],
     ["src/saga/probe.ts", "../reconcile/scan.js", /src\/saga may import only itself, core, contracts, gate/],
     ["src/saga/probe.ts", "../stores/memory/index.js", /src\/saga may import only/],
-    ["src/server/probe.ts", "../reconcile/receipt.js", /src\/server may import only/],
+    ["src/http/probe.ts", "../reconcile/receipt.js", /src\/http may import only/],
     ["src/governance/probe.ts", "../index.js", /must not import a package entry/],
     ["src/root/probe.ts", "../cli/main.js", /src\/root may import only/],
     ["src/index.ts", "./cli/format.js", /a package entry must not import the CLI/],
