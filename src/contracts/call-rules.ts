@@ -3,11 +3,17 @@
  * changes one, when a holder's lease has run out, and the order lists come in. The memory store
  * applies them directly; the SQL stores state them once in src/stores/sql/call-statements.ts.
  */
+import { randomBytes } from "node:crypto";
 import { isHeld } from "../core/states.js";
-import type { CallRecord, ClaimRequest, RecordUpdate } from "./calls.js";
+import type { CallRecord, ClaimRequest, RecordUpdate, TakeOverRequest } from "./calls.js";
 import { compareBytes } from "./change-order.js";
 
-export function newRecord(request: ClaimRequest, now: number): CallRecord {
+/** A claim's token (see CallRecord.claimToken): 128 random bits, never the same twice. */
+export function newClaimToken(): string {
+  return randomBytes(16).toString("hex");
+}
+
+export function newRecord(request: ClaimRequest, now: number, claimToken: string): CallRecord {
   return {
     tenant: request.tenant,
     key: request.key,
@@ -24,8 +30,23 @@ export function newRecord(request: ClaimRequest, now: number): CallRecord {
     owner: request.owner,
     leaseExpiresAt: now + request.leaseMs,
     attempts: 1,
+    fence: request.fence ?? 1,
+    startedAt: now,
+    claimToken,
     version: 1,
     createdAt: now,
+    updatedAt: now,
+  };
+}
+
+/** The take-over rule: a new holder and lease, and a fence at least one more than the last. */
+export function takeOverRecord(record: CallRecord, request: TakeOverRequest, now: number): CallRecord {
+  return {
+    ...record,
+    owner: request.owner,
+    leaseExpiresAt: now + request.leaseMs,
+    fence: Math.max(record.fence + 1, request.fence ?? 0),
+    version: record.version + 1,
     updatedAt: now,
   };
 }
@@ -43,6 +64,7 @@ export function applyUpdate(record: CallRecord, update: RecordUpdate, now: numbe
     owner,
     leaseExpiresAt,
     attempts: record.attempts + (update.countAttempt ? 1 : 0),
+    startedAt: update.countAttempt ? now : record.startedAt,
     version: record.version + 1,
     updatedAt: now,
   };

@@ -46,6 +46,16 @@ export interface CallRecord {
    * counts starts that may or may not have reached the tool.
    */
   readonly attempts: number;
+  /**
+   * The fencing token of the call's current holder: 1 on the first claim (or the claimant's own,
+   * see ClaimRequest), one more on every take-over, never lower. The tool gets it as `ctx.fence`;
+   * a downstream that keeps the highest fence per key refuses a holder that lost its lease.
+   */
+  readonly fence: number;
+  /** When the tool was last started (the claim, or the update that counted a re-run), on the store's clock. */
+  readonly startedAt: number;
+  /** Random, given by the store to each claim: a record removed and claimed again never has the same one. */
+  readonly claimToken: string;
   readonly version: number;
   readonly createdAt: number;
   readonly updatedAt: number;
@@ -55,6 +65,8 @@ export interface CallRecord {
 export type ClaimRequest = Pick<CallRecord, "tenant" | "key" | "tool" | "effect" | "task" | "toolUseId" | "fingerprint" | "input" | "inputRedacted"> & {
   readonly owner: string;
   readonly leaseMs: number;
+  /** The fence the record starts with (default 1; the Idempotency-Key middleware records its caller's). */
+  readonly fence?: number;
 };
 
 export type ClaimResult =
@@ -71,7 +83,7 @@ export interface RecordUpdate {
   readonly owner?: string | null;
   /** New lease length from now, for the (new) owner. */
   readonly leaseMs?: number;
-  /** Count one more start of the tool. */
+  /** Count one more start of the tool (and set `startedAt` to now). */
   readonly countAttempt?: boolean;
 }
 
@@ -86,6 +98,8 @@ export interface TakeOverRequest {
    * the holder dead (same host, process gone).
    */
   readonly holderIsDead?: boolean;
+  /** The new holder's fence: at least one more than the current one (default: exactly one more). */
+  readonly fence?: number;
 }
 
 export interface ListQuery {
@@ -130,8 +144,11 @@ export interface CallStore {
   takeOver(request: TakeOverRequest): Promise<CallRecord | undefined>;
   /** Extend the lease of an in_progress or uncertain call `owner` still holds at `version`. False when it no longer does. */
   renewLease(tenant: string, key: string, version: number, owner: string, leaseMs: number): Promise<boolean>;
-  /** Deletes a record, compare-and-set on `version` (expired idempotency keys). False when it moved on or is gone. */
-  remove(tenant: string, key: string, version: number): Promise<boolean>;
+  /**
+   * Deletes a record (expired idempotency keys), compare-and-set on `version` and `claimToken`, so
+   * a late remove never deletes the record of a later claim of the same key. False when it moved on or is gone.
+   */
+  remove(tenant: string, key: string, version: number, claimToken: string): Promise<boolean>;
   list(query?: ListQuery): Promise<CallRecord[]>;
   /**
    * Calls a recovery pass should look at: `uncertain`, and `in_progress` whose lease expired

@@ -144,6 +144,8 @@ export interface HeldClaim {
   /** @internal */
   readonly owner: string;
   /** @internal */
+  readonly claimToken: string;
+  /** @internal */
   timer: ReturnType<typeof setInterval> | undefined;
 }
 
@@ -230,7 +232,9 @@ export function createIdempotencyCore<Req>(
   }
 
   function hold(record: CallRecord, owner: string): HeldClaim {
-    const claim: HeldClaim = { tenant: record.tenant, key: record.key, version: record.version, owner, settled: false, timer: undefined };
+    const claim: HeldClaim = {
+      tenant: record.tenant, key: record.key, version: record.version, owner, claimToken: record.claimToken, settled: false, timer: undefined,
+    };
     let renewing = false;
     claim.timer = setInterval(() => {
       if (renewing || claim.settled) return;
@@ -275,7 +279,7 @@ export function createIdempotencyCore<Req>(
 
         if (record.state !== "in_progress" && record.createdAt + ttlMs <= (await now())) {
           // Expired: remove it (compare-and-set, so a concurrent twin removes it at most once) and claim afresh.
-          await ledger.calls.remove(record.tenant, record.key, record.version);
+          await ledger.calls.remove(record.tenant, record.key, record.version, record.claimToken);
           continue;
         }
         if (record.fingerprint !== fingerprint) return { kind: "respond", response: mismatch(record, input) };
@@ -334,7 +338,7 @@ export function createIdempotencyCore<Req>(
     claim.settled = true;
     stopRenewing(claim);
     try {
-      await ledger.calls.remove(claim.tenant, claim.key, claim.version);
+      await ledger.calls.remove(claim.tenant, claim.key, claim.version, claim.claimToken);
     } catch (err) {
       report(err, { phase: "release", tenant: claim.tenant, key: claim.key });
     }

@@ -9,4 +9,5 @@ export const MIGRATION_NAMES = [
   "sagas",
   "governance",
   "list order",
+  "fences and send times",
 ] as const;

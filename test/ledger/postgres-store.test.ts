@@ -344,13 +344,13 @@ describe("postgres ledger: cost per call does not grow with the ledger", () => {
     const plans: Record<string, [string, unknown[]]> = {
       claim: bound(sql.claim, {
         tenant: "t1", key: "k1", tool: "x", effect: "write", task: "t", tool_use_id: "k1", fingerprint: "fp", input: "{}",
-        input_redacted: false, owner: "w", lease_ms: 1000,
+        input_redacted: false, owner: "w", lease_ms: 1000, fence: null, claim_token: "t",
       }),
       get: bound(sql.get, { tenant: "t1", key: "k1" }),
       update: bound(sql.update.completed, updateValues("t1", "k1", 2, { state: "completed", result: 1, error: null, owner: null })),
-      takeOver: bound(sql.takeOver, { tenant: "t1", key: "k1", version: 2, owner: "w", lease_ms: 1000, dead: false }),
+      takeOver: bound(sql.takeOver, { tenant: "t1", key: "k1", version: 2, owner: "w", lease_ms: 1000, dead: false, fence: null }),
       renew: bound(sql.renew, { tenant: "t1", key: "k1", version: 2, owner: "w", lease_ms: 1000 }),
-      remove: bound(sql.remove, { tenant: "t1", key: "k1", version: 2 }),
+      remove: bound(sql.remove, { tenant: "t1", key: "k1", version: 2, claim_token: "t" }),
       unsettled: bound(sql.unsettled, { live: true, limit: 100 }),
       byKey: bound(sql.list(["key"]), { key: "k1", limit: 100 }),
     };

@@ -115,7 +115,7 @@ function workerLedger(inner: Stores, life: Life): Stores {
       claim: (request) => write("claim", () => calls.claim(request)),
       update: (tenant, key, version, update) => write("update", () => calls.update(tenant, key, version, update)),
       takeOver: (request) => write("takeOver", () => calls.takeOver(request)),
-      remove: (tenant, key, version) => write("remove", () => calls.remove(tenant, key, version)),
+      remove: (tenant, key, version, claimToken) => write("remove", () => calls.remove(tenant, key, version, claimToken)),
       // The heartbeat: a dead worker's renewals never happen.
       renewLease: (tenant, key, version, owner, leaseMs) => read(() => calls.renewLease(tenant, key, version, owner, leaseMs)),
       get: (tenant, key) => read(() => calls.get(tenant, key)),

@@ -5,7 +5,7 @@
  */
 import type { CallRecord, CallStore, ClaimRequest, ClaimResult, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
 import { assertTransition, isHeld } from "../../core/states.js";
-import { applyUpdate, isTakeable, listOrder, newRecord } from "../../contracts/call-rules.js";
+import { applyUpdate, isTakeable, listOrder, newClaimToken, newRecord, takeOverRecord } from "../../contracts/call-rules.js";
 import { changeOrder, isAfter } from "../../contracts/change-order.js";
 
 export function memoryCallStore(clock: () => number): CallStore {
@@ -18,7 +18,7 @@ export function memoryCallStore(clock: () => number): CallStore {
     async claim(request: ClaimRequest): Promise<ClaimResult> {
       const existing = calls.get(id(request.tenant, request.key));
       if (existing) return { claimed: false, record: copy(existing) };
-      const record = newRecord(request, clock());
+      const record = newRecord(request, clock(), newClaimToken());
       calls.set(id(request.tenant, request.key), record);
       return { claimed: true, record: copy(record) };
     },
@@ -38,13 +38,7 @@ export function memoryCallStore(clock: () => number): CallStore {
       const record = calls.get(id(request.tenant, request.key));
       const now = clock();
       if (!record || record.version !== request.version || !isTakeable(record, now, request.holderIsDead === true)) return undefined;
-      const next: CallRecord = {
-        ...record,
-        owner: request.owner,
-        leaseExpiresAt: now + request.leaseMs,
-        version: record.version + 1,
-        updatedAt: now,
-      };
+      const next = takeOverRecord(record, request, now);
       calls.set(id(request.tenant, request.key), next);
       return copy(next);
     },
@@ -55,9 +49,9 @@ export function memoryCallStore(clock: () => number): CallStore {
       calls.set(id(tenant, key), { ...record, leaseExpiresAt: clock() + leaseMs });
       return true;
     },
-    async remove(tenant, key, version) {
+    async remove(tenant, key, version, claimToken) {
       const record = calls.get(id(tenant, key));
-      if (!record || record.version !== version) return false;
+      if (!record || record.version !== version || record.claimToken !== claimToken) return false;
       return calls.delete(id(tenant, key));
     },
     async list(query: ListQuery = {}) {

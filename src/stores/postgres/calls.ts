@@ -9,6 +9,7 @@
  *   workers whose clocks disagree still agree on whose lease ran out.
  */
 import { assertTransition, isCallState } from "../../core/states.js";
+import { newClaimToken } from "../../contracts/call-rules.js";
 import type { CallRecord, CallStore, ClaimRequest, ClaimResult, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
 import type { CheckpointRecords } from "../../contracts/checkpoints.js";
 import { callStatements, LIST_FILTERS, updateValues } from "../sql/call-statements.js";
@@ -64,7 +65,8 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
         const values = {
           tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect, task: request.task,
           tool_use_id: request.toolUseId, fingerprint: request.fingerprint, input: JSON.stringify(request.input),
-          input_redacted: request.inputRedacted, owner: request.owner, lease_ms: request.leaseMs,
+          input_redacted: request.inputRedacted, owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null,
+          claim_token: newClaimToken(),
         };
         // A key removed between our INSERT and SELECT (an expired idempotency key) is claimable again: try once more.
         for (let tries = 0; tries < 3; tries++) {
@@ -89,11 +91,12 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
       access.run(OPS.takeOver, () =>
         one(sql.takeOver, {
           tenant: request.tenant, key: request.key, version: request.version, owner: request.owner, lease_ms: request.leaseMs,
-          dead: request.holderIsDead === true,
+          dead: request.holderIsDead === true, fence: request.fence ?? null,
         })),
     renewLease: (tenant, key, version, owner, leaseMs) =>
       access.run(OPS.renew, async () => (await count(sql.renew, { tenant, key, version, owner, lease_ms: leaseMs })) === 1),
-    remove: (tenant, key, version) => access.run(OPS.remove, async () => (await count(sql.remove, { tenant, key, version })) === 1),
+    remove: (tenant, key, version, claimToken) =>
+      access.run(OPS.remove, async () => (await count(sql.remove, { tenant, key, version, claim_token: claimToken })) === 1),
     list: (q: ListQuery = {}) =>
       access.run(OPS.list, async () => {
         const given = LIST_FILTERS.filter((f) => q[f] !== undefined);

@@ -193,6 +193,17 @@ export const MIGRATIONS: readonly Migration[] = [
     description: "list order",
     sql: (s) => `CREATE INDEX calls_by_created ON ${s}.calls (created_at, tenant, key);`,
   },
+  {
+    // Fencing tokens, the time the tool was last started (the settle horizon counts from it) and the
+    // claim token a remove compares. A call recorded before it counts as started when last written.
+    version: 6,
+    description: "fences and send times",
+    sql: (s) => `
+      ALTER TABLE ${s}.calls ADD COLUMN fence bigint NOT NULL DEFAULT 1;
+      ALTER TABLE ${s}.calls ADD COLUMN started_at bigint NOT NULL DEFAULT 0;
+      ALTER TABLE ${s}.calls ADD COLUMN claim_token text NOT NULL DEFAULT '';
+      UPDATE ${s}.calls SET started_at = updated_at, claim_token = md5(random()::text || clock_timestamp()::text || key);`,
+  },
 ];
 
 /**

@@ -11,7 +11,7 @@ import { compile, type CompiledSql, type Dialect } from "./dialect.js";
 /** The columns every statement returns, named rather than `*` (a cached plan survives a column added by a later migration). */
 const CALL_COLUMNS = [
   "tenant", "key", "tool", "effect", "task", "tool_use_id", "fingerprint", "input", "input_redacted", "state", "result",
-  "error", "owner", "lease_expires_at", "attempts", "version", "created_at", "updated_at",
+  "error", "owner", "lease_expires_at", "attempts", "fence", "started_at", "claim_token", "version", "created_at", "updated_at",
 ] as const;
 const COLS = CALL_COLUMNS.join(", ");
 
@@ -47,7 +47,8 @@ export function callStatements(dialect: Dialect): CallStatements {
     // `WHERE true`: SQLite needs a WHERE before ON CONFLICT when the rows come from a SELECT.
     claim: sql(`INSERT INTO {calls} (${COLS})
        SELECT :tenant:text, :key:text, :tool:text, :effect:text, :task:text, :tool_use_id:text, :fingerprint:text, :input:json,
-         :input_redacted:boolean, 'in_progress', NULL, NULL, :owner:text, {now} + :lease_ms:bigint, 1, 1, {now}, {now}
+         :input_redacted:boolean, 'in_progress', NULL, NULL, :owner:text, {now} + :lease_ms:bigint, 1, coalesce(:fence:bigint, 1), {now},
+         :claim_token:text, 1, {now}, {now}
        {from_clock} WHERE true
        ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`),
     get: sql(`SELECT ${COLS} FROM {calls} WHERE tenant = :tenant:text AND key = :key:text`),
@@ -62,12 +63,16 @@ export function callStatements(dialect: Dialect): CallStatements {
            WHEN :lease_ms:bigint IS NOT NULL THEN {now} + :lease_ms:bigint
            ELSE lease_expires_at END,
          attempts = attempts + :count_attempt:integer,
+         started_at = CASE WHEN :count_attempt:integer = 1 THEN {now} ELSE started_at END,
          version = version + 1,
          updated_at = {now}
        {from_clock}
        WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND state IN ${inList(allowedFrom(to))}
        RETURNING ${COLS}`)])) as Record<CallState, CompiledSql>,
-    takeOver: sql(`UPDATE {calls} SET owner = :owner:text, lease_expires_at = {now} + :lease_ms:bigint, version = version + 1, updated_at = {now}
+    // The take-over rule (contracts/call-rules.ts `takeOverRecord`): the fence goes up by at least one.
+    takeOver: sql(`UPDATE {calls} SET owner = :owner:text, lease_expires_at = {now} + :lease_ms:bigint,
+         fence = CASE WHEN :fence:bigint IS NOT NULL AND :fence:bigint > fence + 1 THEN :fence:bigint ELSE fence + 1 END,
+         version = version + 1, updated_at = {now}
        {from_clock}
        WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND state IN ${HELD}
          AND (:dead:boolean OR ${LEASE_RAN_OUT})
@@ -75,7 +80,8 @@ export function callStatements(dialect: Dialect): CallStatements {
     renew: sql(`UPDATE {calls} SET lease_expires_at = {now} + :lease_ms:bigint
        {from_clock}
        WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND owner = :owner:text AND state IN ${HELD}`),
-    remove: sql(`DELETE FROM {calls} {using_clock} WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer`),
+    remove: sql(`DELETE FROM {calls} {using_clock}
+       WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND claim_token = :claim_token:text`),
     // Each branch walks the partial calls_unsettled index: cost follows the unsettled calls, not the ledger.
     unsettled: sql(`SELECT ${COLS} FROM {calls} WHERE state = 'uncertain'
        UNION ALL

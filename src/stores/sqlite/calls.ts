@@ -13,6 +13,7 @@ import { isEffectClass } from "../../core/effect-class.js";
 import type { Json } from "../../core/json.js";
 import type { CallRecord, CallStore, ClaimRequest, ClaimResult, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
 import type { CheckpointRecords } from "../../contracts/checkpoints.js";
+import { newClaimToken } from "../../contracts/call-rules.js";
 import { RowDamage } from "../row-damage.js";
 import { callStatements, LIST_FILTERS, updateValues } from "../sql/call-statements.js";
 import { sqliteValues, type CompiledSql, type Dialect } from "../sql/dialect.js";
@@ -34,7 +35,7 @@ interface Row {
   tenant: string; key: string; tool: string; effect: string; task: string; tool_use_id: string;
   fingerprint: string; input: string; input_redacted: number; state: string; result: string | null;
   error: string | null; owner: string | null; lease_expires_at: number | null; attempts: number;
-  version: number; created_at: number; updated_at: number;
+  fence: number; started_at: number; claim_token: string; version: number; created_at: number; updated_at: number;
 }
 
 function decode(row: Row): CallRecord {
@@ -64,6 +65,9 @@ function decode(row: Row): CallRecord {
     owner: row.owner,
     leaseExpiresAt: row.lease_expires_at,
     attempts: row.attempts,
+    fence: row.fence,
+    startedAt: row.started_at,
+    claimToken: row.claim_token,
     version: row.version,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -95,7 +99,7 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
           tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect,
           task: request.task, tool_use_id: request.toolUseId, fingerprint: request.fingerprint,
           input: JSON.stringify(request.input), input_redacted: request.inputRedacted,
-          owner: request.owner, lease_ms: request.leaseMs,
+          owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null, claim_token: newClaimToken(),
         });
         if (inserted) return { claimed: true, record: decode(inserted) };
         const [existing] = rows(db, SQL.get, { tenant: request.tenant, key: request.key });
@@ -120,15 +124,15 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
       access.run("take over a call", (db) => {
         const [row] = rows(db, SQL.takeOver, {
           tenant: request.tenant, key: request.key, version: request.version, owner: request.owner,
-          lease_ms: request.leaseMs, dead: request.holderIsDead === true,
+          lease_ms: request.leaseMs, dead: request.holderIsDead === true, fence: request.fence ?? null,
         });
         return row && decode(row);
       }),
     renewLease: (tenant, key, version, owner, leaseMs) =>
       access.run("renew a lease", (db) =>
         statements(db)(SQL.renew).run(sqliteValues({ tenant, key, version, owner, lease_ms: leaseMs, now: Date.now() })).changes === 1),
-    remove: (tenant, key, version) =>
-      access.run("remove a record", (db) => statements(db)(SQL.remove).run({ tenant, key, version }).changes === 1),
+    remove: (tenant, key, version, claimToken) =>
+      access.run("remove a record", (db) => statements(db)(SQL.remove).run({ tenant, key, version, claim_token: claimToken }).changes === 1),
     list: (query: ListQuery = {}) =>
       access.run("list calls", (db) => {
         const given = LIST_FILTERS.filter((f) => query[f] !== undefined);

@@ -106,6 +106,12 @@ const SQL: readonly string[] = [
    CREATE INDEX approvals_by_state ON approvals (state, requested_at);`,
   // 5: the one list order of every store (contracts/call-rules.ts `listOrder`).
   `CREATE INDEX calls_by_created ON calls (created_at, tenant, key);`,
+  // 6: fencing tokens, the time the tool was last started (the settle horizon counts from it) and
+  // the claim token a remove compares. A call recorded before it counts as started when last written.
+  `ALTER TABLE calls ADD COLUMN fence INTEGER NOT NULL DEFAULT 1;
+   ALTER TABLE calls ADD COLUMN started_at INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE calls ADD COLUMN claim_token TEXT NOT NULL DEFAULT '';
+   UPDATE calls SET started_at = updated_at, claim_token = lower(hex(randomblob(16)));`,
 ];
 
 export interface Migration {

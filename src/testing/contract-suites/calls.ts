@@ -148,13 +148,57 @@ export const callsSuite: ContractSuiteDefinition = {
     });
 
     test("remove is compare-and-set on version; a removed key can be claimed afresh", async () => {
-      await ledger.calls.claim(claimRequest());
-      expect(await ledger.calls.remove("acme", "toolu_1", 7)).toBe(false);
-      expect(await ledger.calls.remove("globex", "toolu_1", 1)).toBe(false);
-      expect(await ledger.calls.remove("acme", "toolu_1", 1)).toBe(true);
+      const { record } = await ledger.calls.claim(claimRequest());
+      expect(await ledger.calls.remove("acme", "toolu_1", 7, record.claimToken)).toBe(false);
+      expect(await ledger.calls.remove("globex", "toolu_1", 1, record.claimToken)).toBe(false);
+      expect(await ledger.calls.remove("acme", "toolu_1", 1, record.claimToken)).toBe(true);
       expect(await ledger.calls.get("acme", "toolu_1")).toBeUndefined();
-      expect(await ledger.calls.remove("acme", "toolu_1", 1)).toBe(false);
+      expect(await ledger.calls.remove("acme", "toolu_1", 1, record.claimToken)).toBe(false);
       expect((await ledger.calls.claim(claimRequest({ owner: "worker-b" }))).claimed).toBe(true);
+    });
+
+    test("a late remove never deletes a later claim of the same key, even at the same version", async () => {
+      const first = (await ledger.calls.claim(claimRequest())).record;
+      expect(await ledger.calls.remove("acme", "toolu_1", 1, first.claimToken)).toBe(true);
+      const second = (await ledger.calls.claim(claimRequest({ owner: "worker-b" }))).record;
+      expect(second.version).toBe(first.version);
+      expect(second.claimToken).not.toBe(first.claimToken);
+      // A remover that read the first claim comes late: it must not delete the second.
+      expect(await ledger.calls.remove("acme", "toolu_1", first.version, first.claimToken)).toBe(false);
+      expect((await ledger.calls.get("acme", "toolu_1"))?.owner).toBe("worker-b");
+    });
+
+    test("the fence starts at 1 (or the claimant's), rises on every take-over, and never falls", async () => {
+      const { record } = await ledger.calls.claim(claimRequest({ leaseMs: 1 }));
+      expect(record.fence).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const b = await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 1, owner: "worker-b", leaseMs: 1 });
+      expect(b?.fence).toBe(2);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const c = await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: b!.version, owner: "worker-c", leaseMs: 60_000, fence: 10 });
+      expect(c?.fence).toBe(10);
+      const rerun = await ledger.calls.update("acme", "toolu_1", c!.version, { state: "in_progress", countAttempt: true });
+      expect(rerun?.fence).toBe(10);
+      const done = await ledger.calls.update("acme", "toolu_1", rerun!.version, { state: "completed", result: 1, owner: null });
+      expect(done?.fence).toBe(10);
+      const { record: own } = await ledger.calls.claim(claimRequest({ key: "k-fenced", fence: 42 }));
+      expect(own.fence).toBe(42);
+      const low = await ledger.calls.claim(claimRequest({ key: "k-low", leaseMs: 1 }));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      expect((await ledger.calls.takeOver({ tenant: "acme", key: "k-low", version: low.record.version, owner: "w", leaseMs: 1, fence: 0 }))?.fence).toBe(2);
+    });
+
+    test("startedAt is the claim's time, and moves only when a re-run is counted", async () => {
+      const before = await ledger.calls.now();
+      const { record } = await ledger.calls.claim(claimRequest());
+      expect(record.startedAt).toBeGreaterThanOrEqual(before);
+      expect(record.startedAt).toBeLessThanOrEqual(await ledger.calls.now());
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const uncertain = await ledger.calls.update("acme", "toolu_1", 1, { state: "uncertain", error: "timeout" });
+      expect(uncertain?.startedAt).toBe(record.startedAt);
+      const rerun = await ledger.calls.update("acme", "toolu_1", uncertain!.version, { state: "in_progress", countAttempt: true });
+      expect(rerun!.startedAt).toBeGreaterThan(record.startedAt);
+      expect((await ledger.calls.get("acme", "toolu_1"))?.startedAt).toBe(rerun!.startedAt);
     });
 
     test("listUnsettled returns uncertain and lease-expired calls, not live or settled ones", async () => {
