@@ -1,7 +1,7 @@
 /** Finding construction and update rules shared by every reconcile store, so they cannot drift apart. */
 import { canonicalJson, sha256Hex } from "../core/keys.js";
 import type { FindingQuery, Resolution } from "./reconcile.js";
-import { FINDING_KINDS, type Confirmation, type Finding, type FindingKind, type FindingReport, type ReceiptInput, type StoredReceipt } from "./findings.js";
+import { FINDING_KINDS, type Finding, type FindingKind, type FindingReport, type ReceiptInput, type StoredReceipt } from "./findings.js";
 
 /**
  * A finding's id: derived from what differs, so the same difference seen by the next scan (or by
@@ -60,10 +60,6 @@ export function receiptDigest(receipt: ReceiptInput): string {
 
 export function newReceipt(receipt: ReceiptInput & { readonly digest: string }, now: number): StoredReceipt {
   return { id: receipt.id, digest: receipt.digest, tool: receipt.tool, record: receipt.record, receivedAt: now, processedAt: null, outcome: null };
-}
-
-export function confirmationId(c: Pick<Confirmation, "tool" | "tenant" | "key" | "ref">): string {
-  return [c.tool, c.tenant, c.key, c.ref].join("\u0000");
 }
 
 /** A finding's evidence as stored (one JSON column in the SQL stores). */

@@ -2,6 +2,8 @@
  * The Standard Schema interface (standardschema.dev), copied as its authors intend so any
  * conforming validator (zod 4, valibot, arktype…) can describe a tool's input.
  */
+import { messageOf } from "./errors.js";
+
 export interface StandardSchemaV1<Input = unknown, Output = Input> {
   readonly "~standard": StandardSchemaV1.Props<Input, Output>;
 }
@@ -37,13 +39,23 @@ export declare namespace StandardSchemaV1 {
   export type InferOutput<Schema extends StandardSchemaV1> = NonNullable<Schema["~standard"]["types"]>["output"];
 }
 
-/** Validates `value`; returns the parsed value or a list of "path: message" lines. */
+/**
+ * Validates `value`; returns the parsed value or a list of "path: message" lines. Never throws: a
+ * schema is the caller's code, and one that throws or rejects is an invalid input (`threw` names
+ * what it threw), so every caller answers the call instead of letting the throw escape.
+ */
 export async function validate<T>(
   schema: StandardSchemaV1<unknown, T>,
   value: unknown,
-): Promise<{ ok: true; value: T } | { ok: false; issues: string[] }> {
-  let result = schema["~standard"].validate(value);
-  if (result instanceof Promise) result = await result;
+): Promise<{ ok: true; value: T } | { ok: false; issues: string[]; threw?: string }> {
+  let result: StandardSchemaV1.Result<T>;
+  try {
+    const maybe = schema["~standard"].validate(value);
+    result = maybe instanceof Promise ? await maybe : maybe;
+  } catch (err) {
+    const threw = messageOf(err);
+    return { ok: false, issues: [`the schema threw while validating (${threw})`], threw };
+  }
   if (result.issues) {
     return {
       ok: false,

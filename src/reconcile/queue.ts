@@ -69,7 +69,8 @@ function findingItem(finding: Finding, call: CallRecord | null): QueueItem {
   };
 }
 
-const callId = (tenant: string | null, key: string) => `${tenant ?? ""}\u0000${key}`;
+/** JSON, not a NUL join: a key may contain NUL. */
+const callId = (tenant: string | null, key: string) => JSON.stringify([tenant, key]);
 
 /** Everything that needs a person, oldest first. */
 export async function listQueue(ledger: Stores, query: QueueQuery = {}): Promise<QueueItem[]> {

@@ -202,4 +202,14 @@ function checkScope(scope: Scope): void {
   const ok = typeof scope === "object" && scope !== null &&
     typeof scope.tenant === "string" && scope.tenant !== "" && typeof scope.task === "string" && scope.task !== "";
   if (!ok) throw new EffectgateError("EG_BAD_CONTENT", "runToolUses needs a scope { tenant, task } with non-empty strings: records are kept per tenant");
+  for (const field of ["tenant", "task"] as const) {
+    const value = scope[field];
+    const at = value.search(/[\u0000-\u001f\u007f]/);
+    if (at < 0) continue;
+    const char = `U+${value.charCodeAt(at).toString(16).toUpperCase().padStart(4, "0")}`;
+    throw new EffectgateError("EG_BAD_CONTENT",
+      `the scope's ${field} ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)} contains a control character (${char} at index ${at}): ` +
+        `a tenant or task must not contain control characters (U+0000–U+001F, U+007F), since they name the ledger's records and ` +
+        `appear in logs and the CLI, and a ledger may not keep them as written. Nothing was executed.`);
+  }
 }

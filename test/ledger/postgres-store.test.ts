@@ -282,6 +282,25 @@ describe("postgres ledger: damaged rows", () => {
   });
 });
 
+describe("postgres ledger: values text cannot hold", () => {
+  it("a key with U+0000 is refused EG_BAD_CONTENT, saying what to remove; the gate runs nothing and records nothing", async () => {
+    const schema = db.freshSchema();
+    const ledger = postgresLedger({ connectionString: db.url }, { schema });
+    await expect(ledger.calls.claim(claimRequest({ key: "toolu_\u0000x" }))).rejects.toThrow(
+      /^EG_BAD_CONTENT: the ledger .* cannot store this value: PostgreSQL text cannot hold the NUL character U\+0000 .*Nothing was written and no call was executed; remove the NUL/,
+    );
+    const c = counter();
+    const gate = createGate({ tools: [chargeTool(c)], ledger });
+    const [result] = await gate.runToolUses([toolUse("toolu_\u0000y", "charge_card", { customer: "cus_1", amount: 10 })], scope);
+    expect(result).toMatchObject({ is_error: true });
+    expect(result?.content).toMatch(/^EG_BAD_CONTENT: .*U\+0000/);
+    expect(c.total).toBe(0);
+    expect((await db.sql(`SELECT count(*)::int AS n FROM "${schema}".calls`)).rows).toEqual([{ n: 0 }]);
+    await gate.close();
+    await ledger.close();
+  });
+});
+
 describe("postgres ledger: fidelity and the clock", () => {
   it("replays a result verbatim: key order, \\u0000 and unicode survive (json, not jsonb)", async () => {
     const ledger = postgresLedger({ connectionString: db.url }, { schema: db.freshSchema() });

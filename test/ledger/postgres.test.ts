@@ -10,12 +10,18 @@ import { usePostgresNow } from "../support/pg.js";
 
 const pg = await usePostgresNow();
 
-contractSuite({ vitest, name: "postgres", open: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema() }) });
+const skip = [{
+  reason: "PostgreSQL text cannot hold U+0000 (error 22021): a tenant or key containing NUL is refused with EG_BAD_CONTENT (postgres-store.test.ts), " +
+    "so it can never be mistaken for another record (and the gate refuses a NUL tenant before it reaches a store)",
+  tests: ["tenant and key never run together: tenant a\\u0000b + key c and tenant a + key b\\u0000c are two records"],
+}];
+
+contractSuite({ vitest, name: "postgres", skip, open: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema() }) });
 contractSuite({
-  vitest, name: "postgres (process durability)",
+  vitest, name: "postgres (process durability)", skip,
   open: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema(), durability: "process" }),
 });
 contractSuite({
-  vitest, name: "postgres (statements not prepared, as behind PgBouncer in transaction mode)",
+  vitest, name: "postgres (statements not prepared, as behind PgBouncer in transaction mode)", skip,
   open: () => postgresLedger({ connectionString: pg.url }, { schema: pg.freshSchema(), preparedStatements: false }),
 });

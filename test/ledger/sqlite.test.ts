@@ -110,3 +110,44 @@ describe("sqlite ledger files", () => {
     await ledger.close();
   });
 });
+
+// Switching a new file to WAL reads page 1, then upgrades to a write lock: SQLite refuses that
+// upgrade at once (SQLITE_BUSY, no busy handler) while another connection holds the write lock,
+// so opening used to fail with "database is locked" instead of waiting (test/stores/open-storm.test.ts
+// is the same race between processes).
+describe("opening a sqlite ledger another connection has locked", () => {
+  /** A new, empty file whose write lock another connection holds, as a process creating it does. */
+  function lockedNewFile(name: string) {
+    const file = join(dir, name);
+    const locker = new Database(file);
+    locker.exec("BEGIN IMMEDIATE");
+    return { file, release: () => { locker.exec("ROLLBACK"); locker.close(); } };
+  }
+
+  it("waits for the lock to go, then opens, switches the file to WAL and migrates it", async () => {
+    const { file, release } = lockedNewFile("locked-new.db");
+    const ledger = sqliteLedger(file, { busyTimeoutMs: 5000 });
+    const released = new Promise<void>((resolve) => setTimeout(() => { release(); resolve(); }, 100));
+    const started = Date.now();
+    expect(await ledger.calls.list()).toEqual([]);
+    await released;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+    await ledger.calls.claim(claimRequest());
+    await ledger.close();
+    const check = new Database(file, { readonly: true });
+    expect(check.pragma("journal_mode", { simple: true })).toBe("wal");
+    expect(check.pragma("user_version", { simple: true })).toBeGreaterThan(0);
+    check.close();
+  });
+
+  it("gives up after busyTimeoutMs, not at once, and says the ledger is unavailable; the next call opens it", async () => {
+    const { file, release } = lockedNewFile("locked-long.db");
+    const ledger = sqliteLedger(file, { busyTimeoutMs: 150 });
+    const started = Date.now();
+    await expect(ledger.calls.list()).rejects.toThrow(/EG_LEDGER_UNAVAILABLE: the ledger .*locked-long\.db is unavailable \(could not open it: database is locked\)/);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+    release();
+    expect(await ledger.calls.list()).toEqual([]);
+    await ledger.close();
+  });
+});

@@ -7,10 +7,11 @@ import type { CallRecord, CallStore, ClaimRequest, ClaimResult, ListQuery, Recor
 import { assertTransition, isHeld } from "../../core/states.js";
 import { applyUpdate, isTakeable, listOrder, newClaimToken, newRecord, takeOverRecord } from "../../contracts/call-rules.js";
 import { changeOrder, isAfter } from "../../contracts/change-order.js";
+import { recordId } from "./ids.js";
 
 export function memoryCallStore(clock: () => number): CallStore {
   const calls = new Map<string, CallRecord>();
-  const id = (tenant: string, key: string) => `${tenant}\u0000${key}`;
+  const id = (tenant: string, key: string) => recordId(tenant, key);
   const copy = (record: CallRecord): CallRecord => structuredClone(record);
 
   return {

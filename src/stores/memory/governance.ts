@@ -7,16 +7,17 @@
 import { EffectgateError } from "../../core/errors.js";
 import { canMoveApproval } from "../../contracts/approval-states.js";
 import type { ApprovalRecord, Breaker, GovernanceStore, KillSwitch, QuotaCounter } from "../../contracts/governance.js";
+import { recordId } from "./ids.js";
 
 const EVERY = "";
-const killId = (tenant: string, agent: string) => `${tenant}\u0000${agent}`;
-const useId = (tenant: string, key: string) => `${tenant}\u0000${key}`;
+const killId = (tenant: string, agent: string) => recordId(tenant, agent);
+const useId = (tenant: string, key: string) => recordId(tenant, key);
 
 export function memoryGovernance(): GovernanceStore {
   const switches = new Map<string, KillSwitch>();
   const counters = new Map<string, QuotaCounter>();
   const uses = new Set<string>();
-  /** breaker id → (tenant\0key → time counted) */
+  /** breaker id → (useId(tenant, key) → time counted) */
   const windows = new Map<string, Map<string, number>>();
   const breakers = new Map<string, Breaker>();
   const approvals = new Map<string, ApprovalRecord>();

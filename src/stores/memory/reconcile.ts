@@ -5,8 +5,9 @@
  */
 import type { Json } from "../../core/json.js";
 import type { ConfirmationQuery, FindingQuery, ReconcileStore } from "../../contracts/reconcile.js";
-import { checkResolution, confirmationId, newFinding, newReceipt, refreshFinding, resolveOnce } from "../../contracts/finding-rules.js";
+import { checkResolution, newFinding, newReceipt, refreshFinding, resolveOnce } from "../../contracts/finding-rules.js";
 import type { Confirmation, Finding, StoredReceipt } from "../../contracts/findings.js";
+import { recordId } from "./ids.js";
 
 export function memoryReconcileStore(clock: () => number): ReconcileStore {
   const findings = new Map<string, Finding>();
@@ -44,7 +45,7 @@ export function memoryReconcileStore(clock: () => number): ReconcileStore {
       return { finding: copy(result.finding), changed: result.changed };
     },
     async recordConfirmation(confirmation) {
-      const id = confirmationId(confirmation);
+      const id = recordId(confirmation.tool, confirmation.tenant, confirmation.key, confirmation.ref);
       if (confirmations.has(id)) return false;
       confirmations.set(id, copy({ ...confirmation, at: clock() }));
       return true;

@@ -5,6 +5,7 @@
  */
 import type { AddStepResult, NewSagaEvent, SagaEvent, SagaLog, SagaRecord, SagaStepRecord } from "../../contracts/sagas.js";
 import { applySagaUpdate, applyStepUpdate, newEvent, newSaga, newStep } from "../../contracts/saga-rules.js";
+import { recordId } from "./ids.js";
 
 interface Entry {
   saga: SagaRecord;
@@ -14,7 +15,7 @@ interface Entry {
 
 export function memorySagaLog(clock: () => number): SagaLog {
   const sagas = new Map<string, Entry>();
-  const id = (tenant: string, sagaId: string) => `${tenant}\u0000${sagaId}`;
+  const id = (tenant: string, sagaId: string) => recordId(tenant, sagaId);
   const copy = <T>(value: T): T => structuredClone(value);
   const log = (entry: Entry, event: NewSagaEvent | undefined, at: number) => {
     if (event) entry.events.push(newEvent(entry.saga.tenant, entry.saga.id, entry.events.length + 1, at, event));

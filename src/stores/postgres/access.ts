@@ -8,7 +8,7 @@
 import pg, { type Pool, type PoolClient, type QueryResult } from "pg";
 import { EffectgateError } from "../../core/errors.js";
 import { RowDamage } from "../row-damage.js";
-import { describeTarget, isConnectionError, isDamageError, isPoolTimeout, isStalePlan, reasonOf, targetOf, type Target } from "./errors.js";
+import { describeTarget, isConnectionError, isDamageError, isPoolTimeout, isStalePlan, isUnstorableText, reasonOf, targetOf, type Target } from "./errors.js";
 import { applyMigrations, readSchemaVersion, SCHEMA_VERSION, SchemaTooNew } from "./migrations.js";
 import { RAW_TYPES, type RawRow } from "./rows.js";
 import { type Statement } from "./statements.js";
@@ -102,6 +102,15 @@ export function openPostgres(connection: PostgresConnection, options: PostgresLe
         "EG_LEDGER_CORRUPT",
         `the ledger ${location} holds a damaged row: ${err.message}. It was left as it is and no call was executed for it; ` +
           `other records are unaffected.${err.inspect === undefined ? "" : ` Inspect it with: SELECT * FROM ${err.inspect}`}`,
+        { cause: err },
+      );
+    }
+    if (isUnstorableText(err)) {
+      return new EffectgateError(
+        "EG_BAD_CONTENT",
+        `the ledger ${location} cannot store this value: PostgreSQL text cannot hold the NUL character U+0000 ` +
+          `(could not ${op.what}: ${reasonOf(err)}). Nothing was written and no call was executed; ` +
+          `remove the NUL from the tenant, key (tool_use id or key function) or saga name.`,
         { cause: err },
       );
     }

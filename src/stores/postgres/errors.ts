@@ -70,6 +70,11 @@ const GONE_MESSAGES = /connection terminated|connection timeout|timeout exceeded
 /** SQLSTATEs that say the server found its own data damaged. */
 const DAMAGE_STATES = new Set(["XX001", "XX002"]); // data_corrupted, index_corrupted
 
+/** True when PostgreSQL refused a value its text type cannot hold (U+0000): the input is at fault, not the database. */
+export function isUnstorableText(err: unknown): boolean {
+  return codeOf(err) === "22021" || codeOf(err) === "22P05"; // character_not_in_repertoire, untranslatable_character
+}
+
 function codeOf(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === "string" ? code : undefined;

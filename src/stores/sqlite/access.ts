@@ -9,6 +9,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type Database from "better-sqlite3";
 import { EffectgateError, messageOf } from "../../core/errors.js";
+import { backoffMs, sleep } from "../../core/policies.js";
 import { RowDamage } from "../row-damage.js";
 import { migrate, schemaVersion, SCHEMA_VERSION } from "./migrations.js";
 
@@ -17,7 +18,7 @@ export type Db = Database.Database;
 export interface SqliteLedgerOptions {
   /** "fsync" (default): survives power loss. "process": survives a killed process only, faster. */
   readonly durability?: "fsync" | "process";
-  /** How long to wait for another process's write lock (default 5000 ms). */
+  /** How long to wait for another process's lock, when opening the file as on every call (default 5000 ms). */
   readonly busyTimeoutMs?: number;
   /**
    * Create the file when it does not exist (default true). With false, a missing file, an
@@ -54,6 +55,15 @@ export function preparedOnce<S>(prepare: (db: Db) => S): (db: Db) => S {
 
 const CORRUPT_CODES = new Set(["SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_CORRUPT_INDEX", "SQLITE_CORRUPT_VTAB", "SQLITE_CORRUPT_SEQUENCE"]);
 
+/** SQLITE_BUSY and its extended codes (_RECOVERY, _SNAPSHOT, _TIMEOUT): another connection holds a lock. */
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
+}
+
+/** The pause between two tries at opening a locked file: full jitter, so racing processes fall out of step. */
+const OPEN_RETRY = { initialDelayMs: 2, maxDelayMs: 50 };
+
 let driver: Promise<typeof Database> | undefined;
 
 /** better-sqlite3, imported on first use; a missing or broken install is said in one sentence naming the fix. */
@@ -76,6 +86,7 @@ function loadDriver(location: string): Promise<typeof Database> {
 export function openSqlite(path: string, options: SqliteLedgerOptions = {}): SqliteAccess {
   const file = resolve(path);
   const location = `sqlite:${file}`;
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   let db: Db | undefined;
   let opening: Promise<Db> | undefined;
 
@@ -88,20 +99,24 @@ export function openSqlite(path: string, options: SqliteLedgerOptions = {}): Sql
       { cause: err },
     );
 
-  /** Map driver errors to the contract's: damage is never read as absence. */
+  /** Maps a driver error to the contract's: damage is never read as absence. */
+  function mapped(err: unknown, what: string): EffectgateError {
+    if (err instanceof EffectgateError) return err;
+    if (err instanceof RowDamage) return damaged(err, what);
+    const code = (err as { code?: unknown } | null)?.code;
+    if (typeof code === "string" && CORRUPT_CODES.has(code)) return damaged(err, what);
+    return new EffectgateError(
+      "EG_LEDGER_UNAVAILABLE",
+      `the ledger ${file} is unavailable (could not ${what}: ${messageOf(err)}). Nothing was executed for this call; replay it once the ledger is reachable.`,
+      { cause: err },
+    );
+  }
+
   function guard<T>(what: string, fn: () => T): T {
     try {
       return fn();
     } catch (err) {
-      if (err instanceof EffectgateError) throw err;
-      if (err instanceof RowDamage) throw damaged(err, what);
-      const code = (err as { code?: unknown }).code;
-      if (typeof code === "string" && CORRUPT_CODES.has(code)) throw damaged(err, what);
-      throw new EffectgateError(
-        "EG_LEDGER_UNAVAILABLE",
-        `the ledger ${file} is unavailable (could not ${what}: ${messageOf(err)}). Nothing was executed for this call; replay it once the ledger is reachable.`,
-        { cause: err },
-      );
+      throw mapped(err, what);
     }
   }
 
@@ -116,7 +131,7 @@ export function openSqlite(path: string, options: SqliteLedgerOptions = {}): Sql
     if (!existsSync(file)) {
       throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `there is no ledger at ${file} (nothing was created). Check the path, or run the agent once to create it.`);
     }
-    const peek = new Driver(file, { readonly: true, fileMustExist: true });
+    const peek = new Driver(file, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs });
     try {
       if (schemaVersion(peek) === 0) {
         throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `${file} is not an effectgate ledger (empty, or another program's SQLite database). It was left as it is; check the path.`);
@@ -126,33 +141,56 @@ export function openSqlite(path: string, options: SqliteLedgerOptions = {}): Sql
     }
   }
 
-  function openWith(Driver: typeof Database): Db {
-    return guard("open it", () => {
-      const mustExist = options.create === false || options.readOnly === true;
-      if (mustExist) refuseNonLedger(Driver);
-      else mkdirSync(dirname(file), { recursive: true });
-      const conn = new Driver(file, options.readOnly ? { readonly: true, fileMustExist: true } : {});
-      try {
-        conn.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-        if (options.readOnly) {
-          const version = schemaVersion(conn);
-          if (version > SCHEMA_VERSION) throw tooNew(version);
-          if (version < SCHEMA_VERSION) {
-            throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${file} has schema version ${version}; open it once with a writable effectgate to migrate it to ${SCHEMA_VERSION}`);
-          }
-        } else {
-          conn.pragma("journal_mode = WAL");
-          conn.pragma(`synchronous = ${options.durability === "process" ? "NORMAL" : "FULL"}`);
-          // After a checkpoint the WAL is truncated back to this size instead of staying at its peak.
-          conn.pragma("journal_size_limit = 8388608");
-          migrate(conn, tooNew);
+  /** One try at opening the file: checked, switched to WAL, migrated. Throws SQLITE_BUSY when another process is in the way. */
+  function openOnce(Driver: typeof Database): Db {
+    const mustExist = options.create === false || options.readOnly === true;
+    if (mustExist) refuseNonLedger(Driver);
+    else mkdirSync(dirname(file), { recursive: true });
+    // `timeout` is the connection's busy_timeout: how long a step that waits through SQLite's busy handler waits.
+    const conn = new Driver(file, options.readOnly ? { readonly: true, fileMustExist: true, timeout: busyTimeoutMs } : { timeout: busyTimeoutMs });
+    try {
+      if (options.readOnly) {
+        const version = schemaVersion(conn);
+        if (version > SCHEMA_VERSION) throw tooNew(version);
+        if (version < SCHEMA_VERSION) {
+          throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${file} has schema version ${version}; open it once with a writable effectgate to migrate it to ${SCHEMA_VERSION}`);
         }
-        return conn;
-      } catch (err) {
-        conn.close();
-        throw err;
+      } else {
+        conn.pragma("journal_mode = WAL");
+        conn.pragma(`synchronous = ${options.durability === "process" ? "NORMAL" : "FULL"}`);
+        // After a checkpoint the WAL is truncated back to this size instead of staying at its peak.
+        conn.pragma("journal_size_limit = 8388608");
+        migrate(conn, tooNew);
       }
-    });
+      return conn;
+    } catch (err) {
+      conn.close();
+      throw err;
+    }
+  }
+
+  /**
+   * Opens the file, trying again while another process holds a lock, for up to busyTimeoutMs.
+   * The busy_timeout alone is not enough: where waiting could deadlock, SQLite returns
+   * SQLITE_BUSY at once without calling the busy handler, and opening hits that case. On a new
+   * file (or one still in rollback-journal mode) `PRAGMA journal_mode = WAL` reads page 1 under a
+   * SHARED lock and then upgrades to a write lock to mark the header WAL; when several processes
+   * do it at once, every one but the first to take the RESERVED lock failed at once with
+   * "database is locked". Every step of an open can be repeated (the migration is one
+   * transaction that reads the version again), so a busy try is closed and the whole open tried
+   * again after a jittered pause.
+   */
+  async function openWith(Driver: typeof Database): Promise<Db> {
+    const deadline = Date.now() + busyTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return openOnce(Driver);
+      } catch (err) {
+        const left = deadline - Date.now();
+        if (!isBusy(err) || left <= 0) throw mapped(err, "open it");
+        await sleep(Math.min(left, 1 + backoffMs(OPEN_RETRY, attempt, Math.random)));
+      }
+    }
   }
 
   function connection(): Promise<Db> {
@@ -185,6 +223,8 @@ export function openSqlite(path: string, options: SqliteLedgerOptions = {}): Sql
     },
     damaged,
     async close() {
+      // An open still under way (it may be waiting for another process's lock) is closed once it ends.
+      if (opening) await opening.catch(() => undefined);
       db?.close();
       db = undefined;
     },

@@ -60,6 +60,24 @@ export const callsSuite: ContractSuiteDefinition = {
       expect(await ledger.calls.get("initech", "toolu_1")).toBeUndefined();
     });
 
+    test("tenant and key never run together: tenant a\\u0000b + key c and tenant a + key b\\u0000c are two records", async () => {
+      const first = await ledger.calls.claim(claimRequest({ tenant: "a\u0000b", key: "c", fingerprint: "fp-first" }));
+      const second = await ledger.calls.claim(claimRequest({ tenant: "a", key: "b\u0000c", fingerprint: "fp-second" }));
+      expect(first.claimed).toBe(true);
+      expect(second.claimed).toBe(true);
+      expect(second.record).toMatchObject({ tenant: "a", key: "b\u0000c", fingerprint: "fp-second", version: 1 });
+      await ledger.calls.update("a\u0000b", "c", 1, { state: "completed", result: { which: "first" }, owner: null });
+      expect(await ledger.calls.get("a\u0000b", "c")).toMatchObject({ tenant: "a\u0000b", key: "c", state: "completed", result: { which: "first" } });
+      expect(await ledger.calls.get("a", "b\u0000c")).toMatchObject({ tenant: "a", key: "b\u0000c", state: "in_progress", fingerprint: "fp-second", version: 1 });
+      expect(await ledger.calls.get("a", "b")).toBeUndefined();
+      expect((await ledger.calls.list({ tenant: "a" })).map((r) => r.key)).toEqual(["b\u0000c"]);
+      // The checkpoints of the bundle are kept the same way.
+      await ledger.checkpoints.put("a\u0000b", "c", "first");
+      await ledger.checkpoints.put("a", "b\u0000c", "second");
+      expect(await ledger.checkpoints.get("a\u0000b", "c")).toBe("first");
+      expect(await ledger.checkpoints.get("a", "b\u0000c")).toBe("second");
+    });
+
     test("update is compare-and-set on version and bumps it", async () => {
       await ledger.calls.claim(claimRequest());
       const done = await ledger.calls.update("acme", "toolu_1", 1, { state: "completed", result: { id: "T-1" }, owner: null });
