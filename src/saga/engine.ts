@@ -30,7 +30,7 @@ import type { Call, Kernel } from "../gate/kernel.js";
 import type {
   Approval, Compensation, NewSagaEvent, OnAbandon, SagaLog, SagaRecord, SagaStepRecord, StepState, StepUpdate,
 } from "../contracts/sagas.js";
-import { holderAlive } from "./driver.js";
+import { isHolderDead } from "../gate/owner.js";
 import { checkName, compensationKey, stepKey } from "./keys.js";
 import type { SagaFaultHook } from "./faults.js";
 import type { ApproveNonCompensable } from "./types.js";
@@ -96,12 +96,13 @@ export function sagaLogOf(rt: SagaRuntime): SagaLog {
 // ---- one saga at a time per gate ------------------------------------------------------------
 
 const flights = new WeakMap<SagaRuntime, Map<string, Promise<void>>>();
+const flightName = (tenant: string, id: string) => JSON.stringify([tenant, id]);
 
 /** Runs `work` as the only compensation of this saga in this gate (a twin waits, then sees the result). */
 export async function sagaFlight<T>(rt: SagaRuntime, tenant: string, id: string, work: () => Promise<T>): Promise<T> {
   let map = flights.get(rt);
   if (!map) flights.set(rt, (map = new Map<string, Promise<void>>()));
-  const name = `${tenant}\u0000${id}`;
+  const name = flightName(tenant, id);
   for (let current = map.get(name); current; current = map.get(name)) await current;
   let release!: () => void;
   map.set(name, new Promise<void>((resolve) => (release = resolve)));
@@ -114,16 +115,14 @@ export async function sagaFlight<T>(rt: SagaRuntime, tenant: string, id: string,
 }
 
 export function isSagaBusy(rt: SagaRuntime, tenant: string, id: string): boolean {
-  return flights.get(rt)?.has(`${tenant}\u0000${id}`) === true;
+  return flights.get(rt)?.has(flightName(tenant, id)) === true;
 }
 
-/** Whether a saga's holder is gone: nobody, a dead process on this host, or a lease that ran out elsewhere. */
+/** Whether a saga's holder is gone: nobody, a lease that ran out (the store's clock), or a process on this machine certainly dead (gate/owner.ts). */
 export function driverGone(rt: SagaRuntime, saga: SagaRecord, now: number): boolean {
   if (saga.owner === null) return true;
   if (saga.owner === rt.kernel.owner) return saga.state === "compensating" && !isSagaBusy(rt, saga.tenant, saga.id);
-  const alive = holderAlive(saga.owner);
-  if (alive !== undefined) return !alive;
-  return leaseRanOut(saga, now);
+  return leaseRanOut(saga, now) || isHolderDead(saga.owner);
 }
 
 // ---- forward --------------------------------------------------------------------------------
@@ -734,6 +733,7 @@ function hookTool(forward: AnyTool): AnyTool {
     redact: [],
     ...(forward.timeoutMs === undefined ? {} : { timeoutMs: forward.timeoutMs }),
     ...(forward.downstreamIdempotent === undefined ? {} : { downstreamIdempotent: forward.downstreamIdempotent }),
+    ...(forward.settleMs === undefined ? {} : { settleMs: forward.settleMs }),
     ...(forward.retry === undefined ? {} : { retry: forward.retry }),
     ...(forward.probeBudget === undefined ? {} : { probeBudget: forward.probeBudget }),
     async execute(raw: unknown, ctx) {
