@@ -8,11 +8,14 @@
  * - Not handled (by default every method but POST and PATCH; `required` decides): the handler
  *   runs untouched.
  * - A required key missing, empty, longer than 255 characters or sent twice → 400, JSON problem
- *   body naming the header. Invalid JSON under a JSON content type → 400. Body over
- *   `maxBodyBytes` → 413. Nothing is claimed, the handler does not run.
+ *   body naming the header. Invalid JSON under a JSON content type, or nested deeper than 1000
+ *   levels → 400. Body over `maxBodyBytes` → 413, as soon as that much arrived (the rest is never
+ *   buffered). A fence header (`fenceHeader`, default `Effectgate-Fence`) that is not one positive
+ *   integer → 400. Nothing is claimed, the handler does not run.
  * - A new key: it is claimed in the ledger (tenant `http:<client id>`, tool `http:POST /path`,
  *   fingerprint = SHA-256 of canonical {method, path + query, body}; JSON bodies compare by
- *   canonical JSON, others byte for byte). The handler runs; its response (status, headers but
+ *   canonical JSON with numbers compared by their exact decimal value (parsed with lossless-json,
+ *   so 12345678901234567890 and 12345678901234567891 differ, 1.0 and 1 do not), others byte for byte). The handler runs; its response (status, headers but
  *   hop-by-hop, Content-Length, Date and Set-Cookie, body) is buffered and stored as the
  *   record's result, state `completed`, BEFORE it is sent: a reply lost on the wire is replayed
  *   to the retry.
@@ -23,7 +26,12 @@
  *   first response.
  * - Keys are scoped per client (`clientId`, default: SHA-256 of the Authorization header, or
  *   "anonymous"): two clients using the same key never see each other's responses.
- * - A key older than `ttlMs` (default 24 h) is removed (compare-and-set) and acts as new.
+ * - A key older than `ttlMs` (default 24 h) is removed (compare-and-set on version and claim
+ *   token) and acts as new.
+ * - Fencing: a request whose `Effectgate-Fence` is lower than the highest fence that claimed or
+ *   took over its key comes from a holder that lost its lease → 409 `stale_fence`; the handler does
+ *   not run and the stored response is not returned. Equal or higher fences, and requests without
+ *   the header, are answered as above.
  *
  * When the key is released so a retry runs the handler again:
  * - the handler throws or rejects before responding (Connect: a 500 is sent; Hono: its error
@@ -50,9 +58,10 @@
 export { idempotencyMiddleware, type ConnectMiddleware, type IdempotentRequestFields, type NextFunction } from "./http/node.js";
 export { honoIdempotency } from "./http/hono.js";
 export {
-  DEFAULT_HEADER, DEFAULT_LEASE_MS, DEFAULT_MAX_BODY_BYTES, DEFAULT_TTL_MS, MAX_KEY_LENGTH, REPLAYED_HEADER, defaultStoreResponse,
-  type IdempotencyErrorContext, type IdempotencyOptions,
+  DEFAULT_FENCE_HEADER, DEFAULT_HEADER, DEFAULT_LEASE_MS, DEFAULT_MAX_BODY_BYTES, DEFAULT_TTL_MS, MAX_KEY_LENGTH, REPLAYED_HEADER,
+  STALE_FENCE_PROBLEM_TYPE, defaultStoreResponse, type IdempotencyErrorContext, type IdempotencyOptions,
 } from "./http/core.js";
+export { MAX_JSON_DEPTH } from "./http/canonical-json.js";
 // Signed downstream receipts (webhooks) for reconciliation: docs/reconciliation.md.
 export {
   receiptsEndpoint, signReceipt, verifyReceiptSignature, parseReceipt,

@@ -16,20 +16,26 @@
  * The full semantics, and the one window no generic middleware can close, are in
  * docs/server.md and in the doc comment of `./index.ts`.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import { performance } from "node:perf_hooks";
 import { canonicalJson, sha256Hex } from "../core/keys.js";
 import { EffectgateError, isEffectgateError } from "../core/errors.js";
 import type { Json } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
 import type { Stores } from "../contracts/stores.js";
 import { leaseRanOut } from "../contracts/call-rules.js";
+import { canonicalJsonText, MAX_JSON_DEPTH } from "./canonical-json.js";
 
 /** 24 hours: how long a key is remembered, as Stripe does. */
 export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000;
 /** How long an in-progress claim lasts without renewal; renewed every third of it while the handler runs. */
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_HEADER = "Idempotency-Key";
+/** The request header carrying the caller's fencing token (what a gated tool gets as `ctx.fence`). */
+export const DEFAULT_FENCE_HEADER = "Effectgate-Fence";
+/** The RFC 9457 problem type of a request refused because its fence is lower than the highest seen for its key. */
+export const STALE_FENCE_PROBLEM_TYPE = "urn:effectgate:problem:stale-fence";
 /** Longest accepted key, in characters. */
 export const MAX_KEY_LENGTH = 255;
 /** Largest request body read for fingerprinting (1 MiB). */
@@ -73,6 +79,14 @@ export interface IdempotencyOptions<Req> {
   /** The request header carrying the key (default "Idempotency-Key"). */
   readonly header?: string;
   /**
+   * The request header carrying the caller's fencing token (default "Effectgate-Fence"): a
+   * positive integer a gated tool sends beside the key (its `ctx.fence`), higher for every holder
+   * that took the call over. The middleware keeps the highest fence seen per key; a request with a
+   * lower one comes from a holder that lost its lease and gets 409 `stale_fence`, never a run and
+   * never the newer holder's response. A request without the header is handled as if fences did not exist.
+   */
+  readonly fenceHeader?: string;
+  /**
    * Whether a request must carry a key. Default: POST and PATCH must; every other method passes
    * through untouched. A POST or PATCH that need not carry a key still has it honoured when sent.
    */
@@ -109,8 +123,8 @@ export interface HttpResponse {
 /** The request body, as the fingerprint sees it. */
 export type FingerprintBody =
   | { readonly kind: "none" }
-  /** A parsed JSON body (or a body a framework already parsed into an object): compared by canonical JSON. */
-  | { readonly kind: "json"; readonly value: unknown }
+  /** A JSON body (or a body a framework already parsed into an object): compared by its canonical text (./canonical-json.ts). */
+  | { readonly kind: "json"; readonly text: string }
   /** Any other body, compared byte for byte. */
   | { readonly kind: "bytes"; readonly bytes: Uint8Array };
 
@@ -125,13 +139,15 @@ export interface KeyedRequest {
   /** Path without the query: names the ledger record's tool (`http:POST /charges`). */
   readonly pathname: string;
   readonly body: FingerprintBody;
+  /** The caller's fencing token, when it sent one. */
+  readonly fence?: number;
 }
 
 export type KeyCheck =
   /** Not handled: run the handler untouched. */
   | { readonly kind: "pass" }
   | { readonly kind: "reject"; readonly response: HttpResponse }
-  | { readonly kind: "keyed"; readonly key: string };
+  | { readonly kind: "keyed"; readonly key: string; readonly fence?: number };
 
 /** The claim a request holds while its handler runs. */
 export interface HeldClaim {
@@ -145,6 +161,12 @@ export interface HeldClaim {
   readonly owner: string;
   /** @internal */
   readonly claimToken: string;
+  /** @internal The highest fence seen for the key when this claim was taken (0: none). */
+  readonly fence: number;
+  /** @internal When (performance.now()) the last write that proved the claim ours was sent: its lease runs at least `leaseMs` from then. */
+  confirmedAt: number;
+  /** @internal A renewal found the claim taken over: nothing more may be written under it but its release. */
+  lost: boolean;
   /** @internal */
   timer: ReturnType<typeof setInterval> | undefined;
 }
@@ -164,8 +186,12 @@ interface StoredInput {
 
 export interface IdempotencyCore<Req> {
   readonly header: string;
-  /** Whether to handle the request, and its key. `values` are the header's values (one per header line). */
-  checkKey(req: Req, method: string, values: readonly string[] | undefined): KeyCheck;
+  readonly fenceHeader: string;
+  /**
+   * Whether to handle the request, its key and its fence. `values` are the key header's values
+   * (one per header line), `fenceValues` the fence header's.
+   */
+  checkKey(req: Req, method: string, values: readonly string[] | undefined, fenceValues?: readonly string[]): KeyCheck;
   /** The ledger tenant for the request's client. */
   tenantOf(req: Req): Promise<string>;
   readonly maxBodyBytes: number;
@@ -181,7 +207,11 @@ export interface IdempotencyCore<Req> {
 }
 
 let ownerSeq = 0;
-const OWNER_PREFIX = `http:${hostname()}:${process.pid}`;
+/** Random too: two processes with one hostname and pid (containers) never share an owner id, which a renewal compares. */
+const OWNER_PREFIX = `http:${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
+/** The highest fence seen, carried in the owner id of an in-progress claim (the store's own fence may be one more: take-overs raise it). */
+const OWNER_FENCE = /:fence=([0-9]+)$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export function createIdempotencyCore<Req>(
   options: IdempotencyOptions<Req>,
@@ -192,7 +222,10 @@ export function createIdempotencyCore<Req>(
   const leaseMs = positive(options.leaseMs, DEFAULT_LEASE_MS, "leaseMs");
   const maxBodyBytes = positive(options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, "maxBodyBytes");
   const header = options.header ?? DEFAULT_HEADER;
-  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header)) throw new EffectgateError("EG_BAD_OPTION", `header: ${JSON.stringify(header)} is not a valid header name (use letters, digits and - only, such as Idempotency-Key)`);
+  if (!HEADER_NAME.test(header)) throw new EffectgateError("EG_BAD_OPTION", `header: ${JSON.stringify(header)} is not a valid header name (use letters, digits and - only, such as Idempotency-Key)`);
+  const fenceHeader = options.fenceHeader ?? DEFAULT_FENCE_HEADER;
+  if (!HEADER_NAME.test(fenceHeader)) throw new EffectgateError("EG_BAD_OPTION", `fenceHeader: ${JSON.stringify(fenceHeader)} is not a valid header name (use letters, digits and - only, such as Effectgate-Fence)`);
+  if (fenceHeader.toLowerCase() === header.toLowerCase()) throw new EffectgateError("EG_BAD_OPTION", `fenceHeader and header are both ${JSON.stringify(header)}: they must be two headers`);
   const required = options.required;
   const isRequired = (req: Req, method: string): boolean =>
     typeof required === "function" ? required(req) : required ?? KEYED_METHODS.has(method);
@@ -210,7 +243,7 @@ export function createIdempotencyCore<Req>(
   };
   const now = async (): Promise<number> => (options.now ? options.now() : ledger.calls.now());
 
-  function checkKey(req: Req, method: string, values: readonly string[] | undefined): KeyCheck {
+  function checkKey(req: Req, method: string, values: readonly string[] | undefined, fenceValues?: readonly string[]): KeyCheck {
     const mustHave = isRequired(req, method);
     if (values === undefined || values.length === 0) {
       return mustHave
@@ -224,25 +257,35 @@ export function createIdempotencyCore<Req>(
     if (key.length > MAX_KEY_LENGTH) {
       return reject(400, "idempotency_key_invalid", `The ${header} header is ${key.length} characters long; at most ${MAX_KEY_LENGTH} are accepted.`, { header });
     }
-    return { kind: "keyed", key };
+    if (fenceValues === undefined || fenceValues.length === 0) return { kind: "keyed", key };
+    const fence = fenceValues.length === 1 ? parseFence(fenceValues[0] ?? "") : undefined;
+    if (fence === undefined) {
+      return reject(400, "fence_invalid", `The ${fenceHeader} header must be one positive integer (the fencing token of the caller's claim), at most ${Number.MAX_SAFE_INTEGER}.`, { header: fenceHeader });
+    }
+    return { kind: "keyed", key, fence };
   }
 
   async function tenantOf(req: Req): Promise<string> {
     return `http:${await clientId(req)}`;
   }
 
-  function hold(record: CallRecord, owner: string): HeldClaim {
+  /** `sentAt`: when the claim or take-over that gave us `record` was sent. */
+  function hold(record: CallRecord, owner: string, fence: number, sentAt: number): HeldClaim {
     const claim: HeldClaim = {
-      tenant: record.tenant, key: record.key, version: record.version, owner, claimToken: record.claimToken, settled: false, timer: undefined,
+      tenant: record.tenant, key: record.key, version: record.version, owner, claimToken: record.claimToken, fence,
+      confirmedAt: sentAt, lost: false, settled: false, timer: undefined,
     };
     let renewing = false;
     claim.timer = setInterval(() => {
       if (renewing || claim.settled) return;
       renewing = true;
+      const sent = performance.now();
       ledger.calls.renewLease(claim.tenant, claim.key, claim.version, claim.owner, leaseMs).then(
         (held) => {
           renewing = false;
-          if (!held && !claim.settled) {
+          if (held) claim.confirmedAt = Math.max(claim.confirmedAt, sent);
+          else if (!claim.settled && !claim.lost) {
+            claim.lost = true;
             stopRenewing(claim);
             report(new Error(`the claim on key ${claim.key} was lost (its lease ran out and another request took it over)`), { phase: "renew", tenant: claim.tenant, key: claim.key });
           }
@@ -257,31 +300,56 @@ export function createIdempotencyCore<Req>(
     return claim;
   }
 
+  /**
+   * Whether the claim is still ours, so a write under its version lands on our record and not
+   * on a later claim of the same key (versions restart at 1 after a remove, so a version alone
+   * cannot tell). While the lease is being renewed and was proven ours less than half a lease
+   * ago, nobody can have taken it over; otherwise a renewal asks the store (it compares owner and version).
+   */
+  async function stillHeld(claim: HeldClaim): Promise<boolean> {
+    if (claim.lost) return false;
+    if (claim.timer !== undefined && performance.now() - claim.confirmedAt < leaseMs / 2) return true;
+    const sent = performance.now();
+    const held = await ledger.calls.renewLease(claim.tenant, claim.key, claim.version, claim.owner, leaseMs);
+    if (held) claim.confirmedAt = sent;
+    else claim.lost = true;
+    return held;
+  }
+
   function stopRenewing(claim: HeldClaim): void {
     if (claim.timer !== undefined) clearInterval(claim.timer);
     claim.timer = undefined;
   }
 
   async function begin(request: KeyedRequest): Promise<Begin> {
+    const context = { phase: "claim", tenant: request.tenant, key: request.key } as const;
     const bodyDigest = digestBody(request.body);
     const input: StoredInput = { method: request.method, path: request.path, body: bodyDigest };
     const fingerprint = sha256Hex(canonicalJson(input));
-    const owner = `${OWNER_PREFIX}:${++ownerSeq}`;
-    const context = { phase: "claim", tenant: request.tenant, key: request.key } as const;
+    const base = `${OWNER_PREFIX}:${++ownerSeq}`;
+    const fence = request.fence;
+    /** Our owner id, carrying the highest fence seen for the key once we hold it. */
+    const ownerSeeing = (seen: number) => (seen > 0 ? `${base}:fence=${seen}` : base);
     try {
       for (let round = 0; round < MAX_BEGIN_ROUNDS; round++) {
+        const owner = ownerSeeing(fence ?? 0);
+        const sentAt = performance.now();
         const claimed = await ledger.calls.claim({
           tenant: request.tenant, key: request.key, tool: `http:${request.method} ${request.pathname}`, effect: "write",
           task: "http", toolUseId: request.key, fingerprint, input: { ...input }, inputRedacted: true, owner, leaseMs,
+          ...(fence === undefined ? {} : { fence }),
         });
         const record = claimed.record;
-        if (claimed.claimed) return { kind: "run", claim: hold(record, owner) };
+        if (claimed.claimed) return { kind: "run", claim: hold(record, owner, fence ?? 0, sentAt) };
 
         if (record.state !== "in_progress" && record.createdAt + ttlMs <= (await now())) {
-          // Expired: remove it (compare-and-set, so a concurrent twin removes it at most once) and claim afresh.
+          // Expired: remove it (compare-and-set on version and claim token, so a concurrent twin
+          // removes it at most once and never a later claim of the key) and claim afresh.
           await ledger.calls.remove(record.tenant, record.key, record.version, record.claimToken);
           continue;
         }
+        const seen = seenFence(record);
+        if (fence !== undefined && fence < seen) return { kind: "respond", response: staleFence(fence, seen) };
         if (record.fingerprint !== fingerprint) return { kind: "respond", response: mismatch(record, input) };
         switch (record.state) {
           case "completed": {
@@ -295,8 +363,16 @@ export function createIdempotencyCore<Req>(
           case "in_progress": {
             // The holder's lease ran out (its process died, or it lost its client and gave up): take the key over.
             const expired = leaseRanOut(record, await ledger.calls.now());
-            const taken = expired ? await ledger.calls.takeOver({ tenant: record.tenant, key: record.key, version: record.version, owner, leaseMs }) : undefined;
-            if (taken) return { kind: "run", claim: hold(taken, owner) };
+            const highest = Math.max(seen, fence ?? 0);
+            const takerOwner = ownerSeeing(highest);
+            const takenAt = performance.now();
+            const taken = expired
+              ? await ledger.calls.takeOver({
+                tenant: record.tenant, key: record.key, version: record.version, owner: takerOwner, leaseMs,
+                ...(fence === undefined ? {} : { fence }),
+              })
+              : undefined;
+            if (taken) return { kind: "run", claim: hold(taken, takerOwner, highest, takenAt) };
             return respond(409, "idempotency_key_in_use",
               `A request with this ${header} is still being processed. Retry later with the same key to get its response.`, {}, true);
           }
@@ -322,12 +398,18 @@ export function createIdempotencyCore<Req>(
       return false;
     }
     claim.settled = true;
-    stopRenewing(claim);
     try {
-      const stored = await ledger.calls.update(claim.tenant, claim.key, claim.version, { state: "completed", result: encodeResponse(response), owner: null });
+      // First make sure the claim is still ours: a holder that lost it must not store its response
+      // into a later claim of the same key that happens to be at the same version.
+      const held = await stillHeld(claim);
+      stopRenewing(claim);
+      const stored = held
+        ? await ledger.calls.update(claim.tenant, claim.key, claim.version, { state: "completed", result: encodeResponse(response, claim.fence), owner: null })
+        : undefined;
       if (stored) return true;
       report(new Error(`the response of key ${claim.key} was not stored: the claim was taken over meanwhile`), { phase: "store", tenant: claim.tenant, key: claim.key });
     } catch (err) {
+      stopRenewing(claim);
       report(err, { phase: "store", tenant: claim.tenant, key: claim.key });
     }
     return false;
@@ -362,7 +444,14 @@ export function createIdempotencyCore<Req>(
       { mismatch: what });
   }
 
-  return { header, checkKey, tenantOf, maxBodyBytes, begin, finish, abandon, stopRenewing, report };
+  function staleFence(fence: number, highest: number): HttpResponse {
+    return problem(409, "stale_fence",
+      `This request's ${fenceHeader} (${fence}) is lower than the highest one seen for this ${header} (${highest}): it comes from a holder that lost its lease, and a newer holder has taken the call over. ` +
+        "Nothing was executed and the newer holder's response is not returned.",
+      { header: fenceHeader, fence, highestFence: highest }, false, { type: STALE_FENCE_PROBLEM_TYPE, title: "Stale fencing token" });
+  }
+
+  return { header, fenceHeader, checkKey, tenantOf, maxBodyBytes, begin, finish, abandon, stopRenewing, report };
 }
 
 /** Default `storeResponse`: store definite answers; 5xx, 408 and 429 say "try again", so the key is released. */
@@ -371,8 +460,11 @@ export function defaultStoreResponse(status: number): boolean {
 }
 
 /** An RFC 9457 problem response (`application/problem+json`), with a stable `code` member. */
-export function problem(status: number, code: string, detail: string, extra: Record<string, Json> = {}, retryAfter = false): HttpResponse {
-  const body = Buffer.from(JSON.stringify({ type: "about:blank", title: STATUS_TITLES[status] ?? "Error", status, code, detail, ...extra }));
+export function problem(
+  status: number, code: string, detail: string, extra: Record<string, Json> = {}, retryAfter = false,
+  kind: { readonly type: string; readonly title: string } = { type: "about:blank", title: STATUS_TITLES[status] ?? "Error" },
+): HttpResponse {
+  const body = Buffer.from(JSON.stringify({ type: kind.type, title: kind.title, status, code, detail, ...extra }));
   const headers: [string, string][] = [["content-type", "application/problem+json"]];
   if (retryAfter) headers.push(["retry-after", String(RETRY_AFTER_SECONDS)]);
   return { status, headers, body };
@@ -391,19 +483,31 @@ function isJsonContentType(contentType: string | undefined | null): boolean {
 }
 
 /**
- * The fingerprint body of raw request bytes: parsed JSON for a JSON content type (so key order
- * and whitespace do not matter), the bytes otherwise. `undefined` for invalid JSON.
+ * The fingerprint body of raw request bytes: for a JSON content type its canonical text (so key
+ * order, whitespace and the spelling of a number do not matter, and no digit is lost), the bytes
+ * otherwise. With `parse`, also the body as JSON.parse reads it (for the handler's `req.body`).
+ * A JSON body that does not parse, or nests too deep, is refused with a 400.
  */
-export function bodyFromBytes(bytes: Buffer, contentType: string | undefined | null): { body: FingerprintBody; parsed?: unknown } | undefined {
+export function bodyFromBytes(bytes: Buffer, contentType: string | undefined | null, parse = false): { body: FingerprintBody; parsed?: unknown } | { reject: HttpResponse } {
   if (bytes.length === 0) return { body: { kind: "none" } };
   if (!isJsonContentType(contentType)) return { body: { kind: "bytes", bytes } };
+  const text = bytes.toString("utf8");
+  const canonical = canonicalJsonText(text);
+  if (canonical.kind === "too_deep") return { reject: jsonTooDeep() };
+  if (canonical.kind === "invalid") return { reject: invalidJson() };
+  if (!parse) return { body: { kind: "json", text: canonical.text } };
   let parsed: unknown;
   try {
-    parsed = JSON.parse(bytes.toString("utf8"));
+    parsed = JSON.parse(text);
   } catch {
-    return undefined;
+    return { reject: invalidJson() };
   }
-  return { body: { kind: "json", value: parsed }, parsed };
+  return { body: { kind: "json", text: canonical.text }, parsed };
+}
+
+/** The 400 for a JSON body nested deeper than the fingerprint reads. */
+export function jsonTooDeep(): HttpResponse {
+  return problem(400, "json_too_deep", `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`);
 }
 
 /** The 400 for a JSON body that does not parse. */
@@ -428,7 +532,7 @@ function digestBody(body: FingerprintBody): string {
     case "none":
       return "none";
     case "json":
-      return `json:${sha256Hex(canonicalJson(body.value))}`;
+      return `json:${sha256Hex(body.text)}`;
     case "bytes":
       return `bytes:${createHash("sha256").update(body.bytes).digest("hex")}`;
   }
@@ -461,8 +565,8 @@ export function storableHeaders(entries: Iterable<readonly [string, string | num
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-/** The response as a ledger result: text bodies stay readable, others are base64. */
-function encodeResponse(response: HttpResponse): Json {
+/** The response as a ledger result: text bodies stay readable, others are base64; `fence`: the highest seen for the key (0: none). */
+function encodeResponse(response: HttpResponse, fence: number): Json {
   let body: string;
   let encoding: "utf8" | "base64";
   try {
@@ -472,7 +576,34 @@ function encodeResponse(response: HttpResponse): Json {
     body = response.body.toString("base64");
     encoding = "base64";
   }
-  return { status: response.status, headers: response.headers.map(([n, v]) => [n, v]), body, encoding };
+  const result: Record<string, Json> = { status: response.status, headers: response.headers.map(([n, v]) => [n, v]), body, encoding };
+  if (fence > 0) result.fence = fence;
+  return result;
+}
+
+/**
+ * The highest fence seen for a key: carried in the holder's owner id while a request runs, in the
+ * stored result once it completed. Not the record's own `fence` column, which a take-over raises
+ * by one more than the request that took over may have sent (the store's rule): the same holder
+ * retrying after its own claim was taken over is not stale. 0: no request with a fence was seen.
+ */
+function seenFence(record: CallRecord): number {
+  if (record.state === "in_progress" || record.state === "uncertain") {
+    const match = record.owner === null ? null : OWNER_FENCE.exec(record.owner);
+    return match ? Number(match[1]) : 0;
+  }
+  const result = record.result;
+  if (result === null || typeof result !== "object" || Array.isArray(result)) return 0;
+  const fence = result.fence;
+  return typeof fence === "number" && Number.isSafeInteger(fence) && fence > 0 ? fence : 0;
+}
+
+/** A fence header's value: a positive integer (decimal digits only), or undefined. */
+function parseFence(value: string): number | undefined {
+  const text = value.trim();
+  if (!/^[0-9]{1,20}$/.test(text)) return undefined;
+  const fence = Number(text);
+  return Number.isSafeInteger(fence) && fence > 0 ? fence : undefined;
 }
 
 function decodeResponse(result: Json | null): HttpResponse | undefined {

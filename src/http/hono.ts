@@ -1,14 +1,16 @@
 /**
  * The Hono adapter: `app.use(honoIdempotency({ ledger }))`. Same core, same semantics as the
  * Connect middleware (see `./index.ts` and docs/server.md), with Fetch `Request`/`Response`:
- * the body is read with `c.req.arrayBuffer()` (Hono caches it, so `c.req.json()` still works in
- * the handler), and the handler's response is read whole, stored, then handed back as `c.res`.
+ * the body is read from the request's stream, and given up (413) as soon as more than
+ * `maxBodyBytes` arrived, without reading the rest; what was read is put in Hono's body cache,
+ * so `c.req.json()` / `c.req.text()` still work in the handler. The handler's response is read
+ * whole, stored, then handed back as `c.res`.
  *
  * Hono is an optional peer dependency: this file imports only its types.
  */
 import type { Context, MiddlewareHandler } from "hono";
 import {
-  bodyFromBytes, bodyTooLarge, clientIdFailed, createIdempotencyCore, invalidJson, isNullBodyStatus, storableHeaders,
+  bodyFromBytes, bodyTooLarge, clientIdFailed, createIdempotencyCore, isNullBodyStatus, storableHeaders,
   type FingerprintBody, type HttpResponse, type IdempotencyOptions,
 } from "./core.js";
 
@@ -18,7 +20,8 @@ export function honoIdempotency(options: IdempotencyOptions<Context>): Middlewar
   return async function idempotency(c, next) {
     const method = c.req.method.toUpperCase();
     const value = c.req.header(core.header);
-    const check = core.checkKey(c, method, value === undefined ? undefined : [value]);
+    const fence = c.req.header(core.fenceHeader);
+    const check = core.checkKey(c, method, value === undefined ? undefined : [value], fence === undefined ? undefined : [fence]);
     if (check.kind === "pass") {
       await next();
       return;
@@ -27,10 +30,19 @@ export function honoIdempotency(options: IdempotencyOptions<Context>): Middlewar
 
     const declared = Number(c.req.header("content-length"));
     if (Number.isFinite(declared) && declared > core.maxBodyBytes) return toResponse(bodyTooLarge(core.maxBodyBytes));
-    const bytes = Buffer.from(await c.req.arrayBuffer());
-    if (bytes.length > core.maxBodyBytes) return toResponse(bodyTooLarge(core.maxBodyBytes));
+    let bytes: Buffer | undefined;
+    if (Object.keys(c.req.bodyCache).length > 0 || c.req.raw.bodyUsed) {
+      // A middleware before this one read the body through Hono (it is in memory already): use its copy.
+      bytes = Buffer.from(await c.req.arrayBuffer());
+      if (bytes.length > core.maxBodyBytes) bytes = undefined;
+    } else {
+      bytes = await readLimited(c.req.raw, core.maxBodyBytes);
+      // Hono's body cache: the handler's c.req.json(), .text(), .arrayBuffer() read these bytes.
+      if (bytes !== undefined) (c.req.bodyCache as unknown as { arrayBuffer?: Promise<ArrayBuffer> }).arrayBuffer = Promise.resolve(exactArrayBuffer(bytes));
+    }
+    if (bytes === undefined) return toResponse(bodyTooLarge(core.maxBodyBytes));
     const read = bodyFromBytes(bytes, c.req.header("content-type"));
-    if (read === undefined) return toResponse(invalidJson());
+    if ("reject" in read) return toResponse(read.reject);
     const body: FingerprintBody = read.body;
 
     let tenant: string;
@@ -41,7 +53,10 @@ export function honoIdempotency(options: IdempotencyOptions<Context>): Middlewar
       return toResponse(clientIdFailed());
     }
     const url = new URL(c.req.url);
-    const begun = await core.begin({ key: check.key, tenant, method, path: url.pathname + url.search, pathname: url.pathname, body });
+    const begun = await core.begin({
+      key: check.key, tenant, method, path: url.pathname + url.search, pathname: url.pathname, body,
+      ...(check.fence === undefined ? {} : { fence: check.fence }),
+    });
     if (begun.kind === "respond") return toResponse(begun.response);
     const claim = begun.claim;
 
@@ -74,6 +89,38 @@ export function honoIdempotency(options: IdempotencyOptions<Context>): Middlewar
     c.res = undefined;
     c.res = replacement;
   };
+}
+
+/**
+ * The request body, read from its stream until it ends or more than `limit` bytes arrived: then
+ * the rest is cancelled, never read nor buffered, and the answer is undefined.
+ */
+async function readLimited(request: Request, limit: number): Promise<Buffer | undefined> {
+  const stream = request.body;
+  if (stream === null) return Buffer.alloc(0);
+  const reader: ReadableStreamDefaultReader<unknown> = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const read = await reader.read();
+    if (read.done) break;
+    const chunk = read.value;
+    if (!(chunk instanceof Uint8Array)) throw new TypeError("a request body stream must yield Uint8Arrays");
+    size += chunk.byteLength;
+    if (size > limit) {
+      // Not awaited: a source slow to acknowledge the cancel must not hold the 413 back.
+      reader.cancel(new Error(`the request body is larger than ${limit} bytes`)).catch(() => undefined);
+      return undefined;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+function exactArrayBuffer(bytes: Buffer): ArrayBuffer {
+  const copy = new ArrayBuffer(bytes.byteLength);
+  new Uint8Array(copy).set(bytes);
+  return copy;
 }
 
 function toResponse(response: HttpResponse): Response {

@@ -7,9 +7,10 @@
 import { readBodyLimited } from "./body.js";
 import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import {
-  bodyFromBytes, bodyTooLarge, clientIdFailed, createIdempotencyCore, handlerFailed, invalidJson, storableHeaders,
+  bodyFromBytes, bodyTooLarge, clientIdFailed, createIdempotencyCore, handlerFailed, invalidJson, jsonTooDeep, storableHeaders,
   type FingerprintBody, type HttpResponse, type IdempotencyCore, type IdempotencyOptions,
 } from "./core.js";
+import { canonicalValueText, isTooDeep } from "./canonical-json.js";
 
 /** What the middleware adds to the request once it has read the body itself. */
 export interface IdempotentRequestFields {
@@ -41,10 +42,11 @@ export function idempotencyMiddleware<Req extends IncomingMessage = IncomingMess
 ): ConnectMiddleware<Req, Res> {
   const core = createIdempotencyCore<Req>(options, { authorization: (req) => req.headers.authorization });
   const headerLower = core.header.toLowerCase();
+  const fenceLower = core.fenceHeader.toLowerCase();
 
   return async function idempotency(req, res, next) {
     const method = (req.method ?? "GET").toUpperCase();
-    const check = core.checkKey(req, method, req.headersDistinct[headerLower]);
+    const check = core.checkKey(req, method, req.headersDistinct[headerLower], req.headersDistinct[fenceLower]);
     if (check.kind === "pass") {
       await next();
       return;
@@ -68,7 +70,10 @@ export function idempotencyMiddleware<Req extends IncomingMessage = IncomingMess
       return send(res, clientIdFailed());
     }
     const url = new URL(req.url ?? "/", "http://localhost");
-    const begun = await core.begin({ key: check.key, tenant, method, path: url.pathname + url.search, pathname: url.pathname, body });
+    const begun = await core.begin({
+      key: check.key, tenant, method, path: url.pathname + url.search, pathname: url.pathname, body,
+      ...(check.fence === undefined ? {} : { fence: check.fence }),
+    });
     if (begun.kind === "respond") return send(res, begun.response);
     if (res.destroyed || res.socket?.destroyed === true) {
       // The client left while the key was being claimed: run nothing, let a retry have the key.
@@ -201,14 +206,14 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
  * fingerprinted by the `req.body` it left.
  */
 async function readBody(req: IncomingMessage & IdempotentRequestFields, limit: number): Promise<{ body: FingerprintBody } | { reject: HttpResponse }> {
-  if (req.readableEnded) return { body: req.body === undefined ? { kind: "none" } : bodyFromParsed(req.body) };
+  if (req.readableEnded) return req.body === undefined ? { body: { kind: "none" } } : bodyFromParsed(req.body);
   const raw = await readBodyLimited(req, limit);
   if (raw === undefined) return { reject: bodyTooLarge(limit) };
   req.rawBody = raw;
   // Tell a body-parser mounted after us that the body was read.
   (req as { _body?: boolean })._body = true;
-  const parsed = bodyFromBytes(raw, req.headers["content-type"]);
-  if (parsed === undefined) return { reject: invalidJson() };
+  const parsed = bodyFromBytes(raw, req.headers["content-type"], true);
+  if ("reject" in parsed) return parsed;
   // Express 4's body parsers leave `{}` when the content type was not theirs.
   if ("parsed" in parsed && (req.body === undefined || isEmptyPlainObject(req.body))) req.body = parsed.parsed;
   return { body: parsed.body };
@@ -218,11 +223,18 @@ function isEmptyPlainObject(value: unknown): boolean {
   return typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype && Object.keys(value).length === 0;
 }
 
-/** A body a framework already parsed: objects compare by canonical JSON, strings and Buffers by bytes. */
-function bodyFromParsed(body: unknown): FingerprintBody {
-  if (body instanceof Uint8Array) return body.length === 0 ? { kind: "none" } : { kind: "bytes", bytes: body };
-  if (typeof body === "string") return body.length === 0 ? { kind: "none" } : { kind: "bytes", bytes: Buffer.from(body) };
-  return { kind: "json", value: body };
+/**
+ * A body a framework already parsed: objects compare by canonical JSON (of what the parser left:
+ * digits it rounded away are gone), strings and Buffers by bytes.
+ */
+function bodyFromParsed(body: unknown): { body: FingerprintBody } | { reject: HttpResponse } {
+  if (body instanceof Uint8Array) return { body: body.length === 0 ? { kind: "none" } : { kind: "bytes", bytes: body } };
+  if (typeof body === "string") return { body: body.length === 0 ? { kind: "none" } : { kind: "bytes", bytes: Buffer.from(body) } };
+  try {
+    return { body: { kind: "json", text: canonicalValueText(body) } };
+  } catch (err) {
+    return { reject: isTooDeep(err) ? jsonTooDeep() : invalidJson() };
+  }
 }
 
 function send(res: ServerResponse, response: HttpResponse): void {
