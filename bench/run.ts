@@ -287,7 +287,7 @@ async function phaseRead(): Promise<ReadResults> {
   const ledgerFile = join(workDir, "read-only.db");
   const gate = gateOn(sqliteLedger(ledgerFile));
   const ac = new AbortController();
-  const ctx: ToolContext = { idempotencyKey: "k", toolUseId: "toolu_bare", scope: SCOPE, signal: ac.signal, attempt: 1 };
+  const ctx: ToolContext = { idempotencyKey: "k", toolUseId: "toolu_bare", scope: SCOPE, fence: 1, signal: ac.signal, attempt: 1 };
   const readBlock = (i: number): ToolUseBlock => ({ type: "tool_use", id: toolUseId("read", i), name: "lookup_order", input: READ_INPUT });
   // The bare call: the same tool function, awaited the same way, without the gate.
   const bare = async () => lookupOrder.execute(READ_INPUT, ctx);

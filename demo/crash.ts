@@ -259,7 +259,7 @@ function ticketToolForGate(serviceUrl: string): AnyTool {
 async function callDirectly(serviceUrl: string, block: ToolUseBlock): Promise<ToolResultBlock> {
   const tool = createTicketTool(serviceUrl, { probe: false });
   const ctx: ToolContext = {
-    idempotencyKey: block.id, toolUseId: block.id, scope: SCOPE, signal: new AbortController().signal, attempt: 1,
+    idempotencyKey: block.id, toolUseId: block.id, scope: SCOPE, fence: 1, signal: new AbortController().signal, attempt: 1,
   };
   try {
     const ticket = await tool.execute(block.input as { customer: string; title: string }, ctx);

@@ -8,7 +8,8 @@ import { z } from "zod";
 import { defineTool, type DownstreamRecord, type LookupContext, type LookupWindow, OutcomeUnknown, type ProbeResult } from "effectgate";
 import type { Charge } from "./payment-service.js";
 
-export function chargeCardTool(serviceUrl: string, options: { name?: string; downstreamIdempotent?: boolean; probe?: boolean } = {}) {
+/** `settleMs` (default 500): how long a charge may take to land; the service's slow charges must take less. */
+export function chargeCardTool(serviceUrl: string, options: { name?: string; downstreamIdempotent?: boolean; probe?: boolean; settleMs?: number } = {}) {
   const input = z.object({ customer: z.string().min(1), amount: z.number().positive() });
   return defineTool({
     name: options.name ?? "charge_card",
@@ -16,6 +17,7 @@ export function chargeCardTool(serviceUrl: string, options: { name?: string; dow
     effect: "write",
     input,
     downstreamIdempotent: options.downstreamIdempotent ?? false,
+    settleMs: options.settleMs ?? 500,
     reconcileFields: ["amount", "customer"],
     async lookup(window: LookupWindow, ctx: LookupContext): Promise<DownstreamRecord[]> {
       const res = await fetch(`${serviceUrl}/charges?since=${window.since}&until=${window.until}`, { signal: ctx.signal });

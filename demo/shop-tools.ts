@@ -34,8 +34,14 @@ async function lookup<T>(base: string, key: string): Promise<ProbeResult<T>> {
   return found.status === "done" ? { status: "done", result: found.result } : { status: "absent" };
 }
 
+/** The shop is local and answers at once: a request lands within 300 ms or never (room for a loaded machine). */
+const SHOP_SETTLE_MS = 300;
+
 export function shopTools(base: string) {
-  const probe = <T>() => ({ probe: (_input: unknown, ctx: ToolContext) => lookup<T>(base, ctx.idempotencyKey) });
+  const probe = <T>() => ({
+    settleMs: SHOP_SETTLE_MS,
+    probe: (_input: unknown, ctx: ToolContext) => lookup<T>(base, ctx.idempotencyKey),
+  });
   const createOrder = defineTool({
     name: "create_order", effect: "write", description: "Open an order.",
     input: z.object({ customer: z.string(), sku: z.string(), qty: z.number().int().positive(), amount: z.number().positive() }),

@@ -6,13 +6,18 @@ import { z } from "zod";
 import { defineTool, type ProbeResult } from "effectgate";
 import type { Ticket } from "./ticket-service.js";
 
-export function createTicketTool(serviceUrl: string, options: { probe?: boolean } = {}) {
+/**
+ * `settleMs`: how long a request may take to land at the ticket service (it is local and answers
+ * at once; 300 ms leaves room for a loaded machine).
+ */
+export function createTicketTool(serviceUrl: string, options: { probe?: boolean; settleMs?: number } = {}) {
   const input = z.object({ customer: z.string().min(1), title: z.string().min(1) });
   return defineTool({
     name: "create_ticket",
     description: "Open a support ticket for a customer's fault report.",
     effect: "write",
     input,
+    settleMs: options.settleMs ?? 300,
     async execute(args, ctx): Promise<Ticket> {
       const res = await fetch(`${serviceUrl}/tickets`, {
         method: "POST",

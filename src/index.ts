@@ -23,7 +23,7 @@ export type { StandardSchemaV1 } from "./core/standard-schema.js";
 export type { ToolResultBlock, ToolUseBlock } from "./core/blocks.js";
 export { deriveKey, type Scope } from "./core/keys.js";
 export { EffectgateError, isEffectgateError, type ErrorCode, type ErrorOutcome } from "./core/errors.js";
-export { classifyError, OutcomeUnknown, ToolRejected, ToolTimeout, type ErrorKind } from "./core/outcome.js";
+export { classifyError, FENCE_HEADER, LeaseLost, OutcomeUnknown, ToolRejected, ToolTimeout, type ErrorKind } from "./core/outcome.js";
 export type { CallState } from "./core/states.js";
 export type { Stores } from "./contracts/stores.js";
 export type { AgentCheckpoint, CheckpointStore } from "./contracts/checkpoints.js";

@@ -39,13 +39,21 @@ export function newRecord(request: ClaimRequest, now: number, claimToken: string
   };
 }
 
-/** The take-over rule: a new holder and lease, and a fence at least one more than the last. */
+/**
+ * The take-over rule: a new holder and lease, and a fence at least one more than the last. The
+ * previous holder may have sent a request until it died, which was no later than now, nor (if it
+ * died at all) than its lease's end: `startedAt` moves up to that, so the settle horizon of any
+ * later re-send counts from the last moment a request of the old holder could have left.
+ */
 export function takeOverRecord(record: CallRecord, request: TakeOverRequest, now: number): CallRecord {
+  // A call nobody holds was released by its holder, which marked its last send then (sendEnded).
+  const lastPossibleSend = record.owner === null ? record.startedAt : record.leaseExpiresAt === null || record.leaseExpiresAt > now ? now : record.leaseExpiresAt;
   return {
     ...record,
     owner: request.owner,
     leaseExpiresAt: now + request.leaseMs,
     fence: Math.max(record.fence + 1, request.fence ?? 0),
+    startedAt: Math.max(record.startedAt, lastPossibleSend),
     version: record.version + 1,
     updatedAt: now,
   };
@@ -64,7 +72,7 @@ export function applyUpdate(record: CallRecord, update: RecordUpdate, now: numbe
     owner,
     leaseExpiresAt,
     attempts: record.attempts + (update.countAttempt ? 1 : 0),
-    startedAt: update.countAttempt ? now : record.startedAt,
+    startedAt: update.countAttempt === true || update.sendEnded === true ? now : record.startedAt,
     version: record.version + 1,
     updatedAt: now,
   };

@@ -52,7 +52,12 @@ export interface CallRecord {
    * a downstream that keeps the highest fence per key refuses a holder that lost its lease.
    */
   readonly fence: number;
-  /** When the tool was last started (the claim, or the update that counted a re-run), on the store's clock. */
+  /**
+   * The last moment a run of the tool may have sent a request, on the store's clock: the claim, a
+   * counted re-run, the end of a run whose outcome is unknown (`sendEnded`), or, at a take-over,
+   * the replaced holder's death (no later than its lease's end). A request may land until this +
+   * the tool's settleMs: only then does a probe's "absent" allow a re-send.
+   */
   readonly startedAt: number;
   /** Random, given by the store to each claim: a record removed and claimed again never has the same one. */
   readonly claimToken: string;
@@ -85,6 +90,8 @@ export interface RecordUpdate {
   readonly leaseMs?: number;
   /** Count one more start of the tool (and set `startedAt` to now). */
   readonly countAttempt?: boolean;
+  /** The holder's run of the tool just ended or was cancelled with its outcome unknown: `startedAt` becomes now. */
+  readonly sendEnded?: boolean;
 }
 
 export interface TakeOverRequest {

@@ -27,6 +27,14 @@ export class ToolTimeout extends Error {
   override readonly name = "ToolTimeout";
 }
 
+/** Thrown into a tool's AbortSignal when its worker lost the call's lease: another worker may hold it now. */
+export class LeaseLost extends Error {
+  override readonly name = "LeaseLost";
+}
+
+/** The header a tool sends its `ctx.fence` in, beside `Idempotency-Key` (effectgate/server reads it). */
+export const FENCE_HEADER = "Effectgate-Fence";
+
 const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
 const UNKNOWN_CODES = new Set([
   "ECONNRESET", "EPIPE", "ETIMEDOUT", "ECONNABORTED", "UND_ERR_SOCKET", "UND_ERR_CLOSED", "UND_ERR_HEADERS_TIMEOUT",

@@ -17,7 +17,16 @@ export interface ToolContext {
   readonly idempotencyKey: string;
   readonly toolUseId: string;
   readonly scope: Scope;
-  /** Aborted when the gate gives up on the call (shutdown, timeout). */
+  /**
+   * The fencing token of this run: strictly higher for every worker that takes the call over.
+   * Send it beside the key (header `Effectgate-Fence`, FENCE_HEADER) so a downstream that keeps
+   * the highest fence per key can refuse a worker that lost its lease (docs/guarantees.md).
+   */
+  readonly fence: number;
+  /**
+   * Aborted when the gate gives up on the call: its timeout (a ToolTimeout), its lease lost to
+   * another worker or not renewed in time (a LeaseLost), or the gate closing. Pass it to fetch.
+   */
   readonly signal: AbortSignal;
   /** 1 on the first execution; higher when a probe said "absent" and the call runs again with the same key. */
   readonly attempt: number;
@@ -95,9 +104,17 @@ export interface ToolSpec<S extends StandardSchemaV1, R> {
   readonly timeoutMs?: number;
   /**
    * The downstream applies a repeated request with the same idempotency key once (as Stripe
-   * does). Only then are write calls with an unknown outcome retried without a probe.
+   * does). Only then are write calls with an unknown outcome re-sent at once, without a probe.
    */
   readonly downstreamIdempotent?: boolean;
+  /**
+   * The settle horizon: how long a request this tool sent may take to land downstream (the
+   * downstream's own timeout, plus the network). After an unknown outcome (a timeout, a lost reply,
+   * a crash) the probe's "absent" means only "not yet" until this long after the send; only an
+   * "absent" after it lets the call run again, once, with the same key. Without it a tool whose
+   * downstream does not honour keys is never re-sent automatically: the call goes to a person.
+   */
+  readonly settleMs?: number;
   /** Overrides the retry policy of the tool's effect class. */
   readonly retry?: Partial<RetryPolicy>;
   /** Overrides the gate's probe budget. */
@@ -136,6 +153,9 @@ export function defineTool<S extends StandardSchemaV1, R>(spec: ToolSpec<S, R>):
     bad('key must be "tool_use_id", "derived" or a function (input, call) => string');
   }
   if (spec.timeoutMs !== undefined && !(spec.timeoutMs > 0)) bad("timeoutMs must be a positive number of milliseconds");
+  if (spec.settleMs !== undefined && !(typeof spec.settleMs === "number" && spec.settleMs >= 0 && Number.isFinite(spec.settleMs))) {
+    bad("settleMs must be a number of milliseconds, 0 or more: how long a request sent to the downstream may take to land");
+  }
   if (spec.retry?.attempts !== undefined && !(Number.isInteger(spec.retry.attempts) && spec.retry.attempts >= 1)) {
     bad("retry.attempts must be a whole number ≥ 1 (1 = no retry)");
   }

@@ -1,32 +1,59 @@
 /**
  * Runs a tool for a call this gate holds (claimed or taken over) and records the outcome.
  *
- * The claim is durable before the tool starts; the outcome is durable before the result is
- * returned, except when recording fails: then the agent still gets the true result and an
- * operator alert is raised. A timeout, a dropped connection or a 5xx is not a failure but an
- * unknown outcome: the call becomes `uncertain` and the probe is asked (probe-loop.ts). The
- * tool runs again for the same key only when a second send is known to be harmless: the
- * request never left, the downstream honours the key, or the probe said "absent" (once).
+ * - The claim is durable before the tool starts; the outcome is durable before the result is
+ *   returned, or, when recording fails, the agent still gets the true result, the outcome is kept
+ *   in memory and written again in the background, and an operator alert is raised. Once the tool
+ *   has started, no answer says that nothing was executed.
+ * - A timeout, a dropped connection or a 5xx is not a failure but an unknown outcome: the call
+ *   becomes `uncertain` and its probe is asked (probe-loop.ts).
+ * - The tool runs again for the same key only when a second send cannot add a second effect:
+ *   the request never left; or the downstream honours the key; or the probe said "absent" after
+ *   the settle horizon (the send + the tool's `settleMs`) and the first run has settled here (once).
+ * - The tool starts only while this gate holds the lease; a lost lease aborts `ctx.signal`.
  */
+import { performance } from "node:perf_hooks";
 import { EffectgateError, errorMessage, messageOf } from "../core/errors.js";
 import type { ToolContext } from "../core/tool.js";
 import { toJson, type Json } from "../core/json.js";
-import type { CallRecord } from "../contracts/calls.js";
+import type { CallRecord, RecordUpdate } from "../contracts/calls.js";
 import { errorResult, renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import { keepLease, type LeaseKeeper } from "./lease.js";
 import { classifyError, ToolTimeout } from "../core/outcome.js";
 import { backoffMs, sleep } from "../core/policies.js";
 import { probeUntilKnown, type LateRun } from "./probe-loop.js";
-import { needsHumanResult, type Call, type Runtime } from "./runtime.js";
+import { record as write } from "./record.js";
+import { inProgressResult, needsHumanResult, type Call, type Runtime } from "./runtime.js";
 
-/** The caller holds the key's single flight (runtime.ts), so nothing else in this gate touches the record meanwhile. */
-export async function executeHeld(rt: Runtime, call: Call, held: CallRecord): Promise<ToolResultBlock> {
-  const lease = keepLease(rt, held);
+/**
+ * The caller holds the key's single flight (runtime.ts), so nothing else in this gate touches the
+ * record meanwhile. `confirmedAt`: performance.now() just before the write that made this gate the
+ * holder was sent. Never throws once the tool may have started.
+ */
+export async function executeHeld(rt: Runtime, call: Call, held: CallRecord, confirmedAt: number): Promise<ToolResultBlock> {
+  const lease = keepLease(rt, held, confirmedAt);
+  const run: RunState = { started: false, record: held };
   try {
-    return await attempt(rt, call, held, lease);
+    return await attempt(rt, call, run, lease);
+  } catch (err) {
+    // A bug or a throwing hook: once the tool may have run, never "nothing was executed".
+    if (!run.started) throw err;
+    rt.alert({
+      code: "record_failed",
+      message: `${held.tool} call ${held.key} ran, then something went wrong before its outcome was known: ${messageOf(err)}`,
+      tenant: held.tenant, key: held.key, tool: held.tool, cause: err,
+    });
+    return unknownResult(call, run.record, messageOf(err));
   } finally {
     lease.stop();
   }
+}
+
+interface RunState {
+  /** Whether the tool was started (at least once) by this attempt. */
+  started: boolean;
+  /** The record as this gate last wrote it. */
+  record: CallRecord;
 }
 
 export type RunOutcome =
@@ -34,88 +61,102 @@ export type RunOutcome =
   | { readonly status: "error"; readonly error: unknown }
   | { readonly status: "timeout"; readonly late: LateRun; readonly controller: AbortController };
 
-async function attempt(rt: Runtime, call: Call, start: CallRecord, lease: LeaseKeeper): Promise<ToolResultBlock> {
+async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeeper): Promise<ToolResultBlock> {
   const policy = rt.policyFor(call.tool);
-  const where = { tool: start.tool, key: start.key, toolUseId: call.toolUseId };
-  let record = start;
+  const where = { tool: run.record.tool, key: run.record.key, toolUseId: call.toolUseId };
   let retries = 0;
   let reranAfterProbe = false;
   for (;;) {
-    lease.track(record);
+    lease.track(run.record);
     await rt.faults?.("after_claim", where);
+    // Never start a run of the tool without the lease: another worker may hold the call now.
+    if (!lease.held()) return lostLease(rt, call, run.record, lease);
     rt.stats.executed++;
-    const outcome = await runWithTimeout(call, record, policy.timeoutMs);
+    run.started = true;
+    const outcome = await runWithTimeout(call, run.record, policy.timeoutMs, lease.lost);
     if (outcome.status === "ok") {
       await rt.faults?.("after_execute", where);
-      return recordSuccess(rt, call, record, toJson(outcome.value));
+      return recordSuccess(rt, call, run.record, toJson(outcome.value));
     }
     const kind = outcome.status === "timeout" ? "unknown" : classifyError(outcome.error);
     const why = outcome.status === "timeout" ? `no reply within ${policy.timeoutMs} ms` : messageOf(outcome.error);
-    if (kind === "rejected" || kind === "failed") return recordFailure(rt, call, record, outcome.status === "error" ? outcome.error : why);
+    if (kind === "rejected" || kind === "failed") return recordFailure(rt, call, run.record, outcome.status === "error" ? outcome.error : why);
 
     const harmlessToResend = kind === "not_sent" || call.tool.downstreamIdempotent === true;
-    if (harmlessToResend && call.tool.effect !== "destructive" && retries + 1 < policy.retry.attempts) {
+    if (harmlessToResend && call.tool.effect !== "destructive" && retries + 1 < policy.retry.attempts && lease.held()) {
       if (outcome.status === "timeout") outcome.controller.abort(new ToolTimeout(why));
       await sleep(backoffMs(policy.retry, retries++, rt.random));
-      const again = await rerun(rt, record, `retrying with the same key after: ${why}`);
-      if (!again) return lostRace(rt, call, record);
-      record = again;
+      const again = await rerun(rt, run, lease, `retrying with the same key after: ${why}`);
+      if (again !== "rerun") return again;
       continue;
     }
     if (kind === "not_sent") {
-      return recordFailure(rt, call, record, new Error(`${why} (the request never reached the downstream; nothing happened)`));
+      return recordFailure(rt, call, run.record, new Error(`${why} (the request never reached the downstream; nothing happened)`));
     }
 
-    // Outcome unknown: hold the call as uncertain and ask the probe.
+    // Outcome unknown: cancel the request, hold the call as uncertain and ask the probe. A reply that
+    // still comes (a tool that ignores the abort) is taken as the answer. The request may land until
+    // the horizon, counted from now: a downstream may even apply it after the cancel.
     const late = outcome.status === "timeout" ? outcome.late : undefined;
-    const uncertain = await rt.calls.update(record.tenant, record.key, record.version, {
-      state: "uncertain", error: `outcome unknown: ${why}`, leaseMs: rt.leaseMs,
-    });
-    if (!uncertain) return lostRace(rt, call, record);
-    record = uncertain;
-    lease.track(record);
     if (late && outcome.status === "timeout") {
-      rt.abandoned.add(outcome.controller);
-      void late.settled.then(() => rt.abandoned.delete(outcome.controller));
-    }
-    let verdict = await probeUntilKnown(call, record, policy.probe, late);
-    if (verdict.kind === "absent" && late && !late.value && outcome.status === "timeout") {
-      // "Absent" while the first request may still be on its way is not yet an answer: a
-      // downstream that ignores keys would apply both. Cancel the first request, let it settle,
-      // then ask again; only an "absent" after that allows the re-run.
       outcome.controller.abort(new ToolTimeout(why));
-      await Promise.race([late.settled, sleep(policy.probe.maxDelayMs)]);
-      await sleep(policy.probe.initialDelayMs);
-      verdict = await probeUntilKnown(call, record, policy.probe, late);
+      if (late.done !== true) {
+        rt.abandoned.add(outcome.controller);
+        void late.settled.then(() => rt.abandoned.delete(outcome.controller));
+      }
     }
-    if (verdict.kind === "done") return recordSuccess(rt, call, record, toJson(verdict.result));
-    if (verdict.kind === "absent" && !reranAfterProbe) {
+    const unknownSince = performance.now();
+    const uncertainSentAt = performance.now();
+    const uncertain = await write(rt, run.record, { state: "uncertain", error: `outcome unknown: ${why}`, leaseMs: rt.leaseMs, sendEnded: true });
+    if (uncertain.kind === "lost") return lostRace(rt, call, run.record);
+    // A failed write leaves the record in_progress under this gate's lease: it stays ours either way.
+    if (uncertain.kind === "written") {
+      run.record = uncertain.record;
+      lease.track(run.record, uncertainSentAt);
+    }
+    const horizon = call.tool.downstreamIdempotent === true ? -Infinity : call.tool.settleMs === undefined ? "never" as const : unknownSince + call.tool.settleMs;
+    const verdict = await probeUntilKnown(call, run.record, { policy: policy.probe, late, absentFrom: horizon, waitForHorizon: true, signal: lease.lost });
+    if (verdict.kind === "done") return recordSuccess(rt, call, run.record, toJson(verdict.result));
+    // A run that ignored the abort may still be sending: give it a moment to settle before any re-send.
+    if (verdict.kind === "absent" && late && late.done !== true) await Promise.race([late.settled, sleep(policy.probe.maxDelayMs)]);
+    if (verdict.kind === "absent" && late?.value) return recordSuccess(rt, call, run.record, toJson(late.value.result));
+    if (verdict.kind === "absent" && !reranAfterProbe && (late === undefined || late.done === true) && lease.held()) {
+      // Past the horizon, the first request can no longer land, and here its run has settled: one re-send, same key.
       reranAfterProbe = true;
-      if (late && outcome.status === "timeout") outcome.controller.abort(new ToolTimeout(why));
-      const again = await rerun(rt, record, "the probe says the effect did not happen; running it again with the same key");
-      if (!again) return lostRace(rt, call, record);
-      record = again;
+      const again = await rerun(rt, run, lease, "the probe says the effect did not happen and the request can no longer land; running it again with the same key");
+      if (again !== "rerun") return again;
       continue;
     }
-    const reason = verdict.kind === "absent" ? "the probe said absent again after a re-run" : verdict.reason;
-    const parked = await sendToHuman(rt, record, `${why}; ${reason}`);
+    if (!lease.held()) return lostLease(rt, call, run.record, lease);
+    if (verdict.kind === "running") return park(rt, call, run.record, `${why}; ${verdict.reason}`);
+    const reason = verdict.kind === "absent"
+      ? reranAfterProbe ? "the probe said absent again after a re-run" : `the probe says absent, but the first run of the tool is still going here (it ignored the abort), so its request may still land`
+      : verdict.reason;
+    const parked = await sendToHuman(rt, run.record, `${why}; ${reason}`);
     if (late) {
-      const recording = late.settled.then(() => recordLateReply(rt, parked, late));
+      const recording = late.settled.then(() => recordLateReply(rt, parked.record, late));
       rt.background.add(recording);
       void recording.finally(() => rt.background.delete(recording));
     }
-    return needsHumanResult(call.toolUseId, parked);
+    return needsHumanResult(call.toolUseId, parked.record);
   }
 }
 
-export async function runWithTimeout(call: Call, record: Pick<CallRecord, "key" | "attempts">, timeoutMs: number): Promise<RunOutcome> {
+export async function runWithTimeout(
+  call: Call, record: Pick<CallRecord, "key" | "attempts" | "fence">, timeoutMs: number, lost?: AbortSignal,
+): Promise<RunOutcome> {
   const controller = new AbortController();
+  const onLost = () => controller.abort(lost?.reason);
+  lost?.addEventListener("abort", onLost, { once: true });
   const ctx: ToolContext = {
-    idempotencyKey: record.key, toolUseId: call.toolUseId, scope: call.scope, signal: controller.signal, attempt: record.attempts,
+    idempotencyKey: record.key, toolUseId: call.toolUseId, scope: call.scope, fence: record.fence, signal: controller.signal, attempt: record.attempts,
   };
-  const late: { value?: { result: unknown } } = {};
+  const late: { value?: { result: unknown }; done?: boolean } = {};
   const run = Promise.resolve().then(() => call.tool.execute(call.input, ctx));
-  const settled = run.then((result) => void (late.value = { result }), () => undefined);
+  const settled = run.then((result) => void (late.value = { result }), () => undefined).finally(() => {
+    late.done = true;
+    lost?.removeEventListener("abort", onLost);
+  });
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
   try {
@@ -131,58 +172,61 @@ export async function runWithTimeout(call: Call, record: Pick<CallRecord, "key" 
 }
 
 /** Counts a new start of the tool durably, before it starts, with the same key. */
-function rerun(rt: Runtime, record: CallRecord, note: string): Promise<CallRecord | undefined> {
-  return rt.calls.update(record.tenant, record.key, record.version, {
-    state: "in_progress", owner: rt.owner, leaseMs: rt.leaseMs, countAttempt: true, error: note,
-  });
+async function rerun(rt: Runtime, run: RunState, lease: LeaseKeeper, note: string): Promise<"rerun" | ToolResultBlock> {
+  const sentAt = performance.now();
+  const again = await write(rt, run.record, { state: "in_progress", owner: rt.owner, leaseMs: rt.leaseMs, countAttempt: true, error: note }, { keep: false });
+  if (again.kind === "written") {
+    run.record = again.record;
+    lease.track(run.record, sentAt);
+    return "rerun";
+  }
+  if (again.kind === "lost") return lostRace(rt, { toolUseId: run.record.toolUseId, tool: { name: run.record.tool } }, run.record);
+  // The re-run could not be counted before the send: do not send. The first outcome stays unknown.
+  const parked = await sendToHuman(rt, run.record, `the call's outcome is unknown and its re-run could not be recorded (${again.reason}), so it was not re-sent`);
+  return needsHumanResult(run.record.toolUseId, parked.record);
 }
 
 async function recordSuccess(rt: Runtime, call: Call, held: CallRecord, result: Json): Promise<ToolResultBlock> {
-  const content = renderResult(result);
-  try {
-    const recorded = await rt.calls.update(held.tenant, held.key, held.version, { state: "completed", result, owner: null, error: null });
-    if (!recorded) {
-      rt.alert({
-        code: "record_lost_race",
-        message: `${held.tool} call ${held.key} completed, but another worker took it over before its result was recorded; check that worker's probe outcome`,
-        tenant: held.tenant, key: held.key, tool: held.tool,
-      });
-      return resultBlock(call.toolUseId, content, false);
-    }
-  } catch (err) {
+  const block = resultBlock(call.toolUseId, renderResult(result), false);
+  const done = await write(rt, held, { state: "completed", result, owner: null, error: null }, { block });
+  if (done.kind === "lost") {
     rt.alert({
-      code: "record_failed",
-      message: `${held.tool} call ${held.key} completed but its result could not be recorded: ${messageOf(err)}. The agent got the true result; the record stays ${held.state} and recovery will probe it`,
-      tenant: held.tenant, key: held.key, tool: held.tool, cause: err,
+      code: "record_lost_race",
+      message: `${held.tool} call ${held.key} completed, but another worker took it over before its result was recorded; check that worker's probe outcome`,
+      tenant: held.tenant, key: held.key, tool: held.tool,
     });
-    return resultBlock(call.toolUseId, content, false);
   }
-  await rt.faults?.("after_record", { tool: held.tool, key: held.key, toolUseId: call.toolUseId });
-  return resultBlock(call.toolUseId, content, false);
+  if (done.kind === "written") await rt.faults?.("after_record", { tool: held.tool, key: held.key, toolUseId: call.toolUseId });
+  return block;
 }
 
 async function recordFailure(rt: Runtime, call: Call, held: CallRecord, err: unknown): Promise<ToolResultBlock> {
   const error = err instanceof EffectgateError ? err.message : errorMessage("EG_TOOL_FAILED", `${call.tool.name} failed: ${messageOf(err)}`);
-  try {
-    await rt.calls.update(held.tenant, held.key, held.version, { state: "failed", error, owner: null });
-  } catch (recordErr) {
-    rt.alert({
-      code: "record_failed",
-      message: `${held.tool} call ${held.key} failed (${messageOf(err)}) and the failure could not be recorded: ${messageOf(recordErr)}`,
-      tenant: held.tenant, key: held.key, tool: held.tool, cause: recordErr,
-    });
-  }
-  return resultBlock(call.toolUseId, error, true);
+  const block = resultBlock(call.toolUseId, error, true);
+  const done = await write(rt, held, { state: "failed", error, owner: null }, { block });
+  // Another worker holds the call now (this one lost its lease): its record, not this failure, is the answer.
+  if (done.kind === "lost") return lostRace(rt, call, held);
+  return block;
 }
 
-export async function sendToHuman(rt: Runtime, record: CallRecord, reason: string): Promise<CallRecord> {
-  const parked = await rt.calls.update(record.tenant, record.key, record.version, { state: "needs_human", error: reason, owner: null });
+/** Hands the call to a person; the record as written (or as this gate holds it, when the write is still being retried). */
+export async function sendToHuman(rt: Runtime, record: CallRecord, reason: string): Promise<{ record: CallRecord }> {
+  const update: RecordUpdate = { state: "needs_human", error: reason, owner: null };
+  const parked = await write(rt, record, update, { block: needsHumanResult(record.toolUseId, { ...record, ...update, owner: null }) });
   rt.alert({
     code: "needs_human",
     message: `${record.tool} call ${record.key} needs a person: ${reason}`,
     tenant: record.tenant, key: record.key, tool: record.tool,
   });
-  return parked ?? (await rt.calls.get(record.tenant, record.key)) ?? record;
+  if (parked.kind === "written") return { record: parked.record };
+  return { record: (parked.kind === "lost" ? await rt.calls.get(record.tenant, record.key).catch(() => undefined) : undefined) ?? { ...record, state: "needs_human", error: reason, owner: null } };
+}
+
+/** Leaves the call uncertain and released: the downstream is still working on it; a replay or recovery asks again later. */
+async function park(rt: Runtime, call: Call, held: CallRecord, reason: string): Promise<ToolResultBlock> {
+  const block = inProgressResult(call.toolUseId, held, `still being worked on downstream (${reason})`);
+  await write(rt, held, { state: "uncertain", error: reason, owner: null }, { block });
+  return block;
 }
 
 /** A reply that came after the call was handed to a human still settles it, never dropped. */
@@ -203,7 +247,7 @@ async function recordLateReply(rt: Runtime, parked: CallRecord, late: LateRun): 
   }
 }
 
-function lostRace(rt: Runtime, call: Call, record: CallRecord): ToolResultBlock {
+function lostRace(rt: Runtime, call: Pick<Call, "toolUseId"> & { tool: { name: string } }, record: CallRecord): ToolResultBlock {
   rt.alert({
     code: "record_lost_race",
     message: `${record.tool} call ${record.key} was taken over by another worker while this one was still on it`,
@@ -211,4 +255,22 @@ function lostRace(rt: Runtime, call: Call, record: CallRecord): ToolResultBlock 
   });
   return errorResult(call.toolUseId, "EG_IN_PROGRESS",
     `another worker took this ${record.tool} call over; repeat this same call to get its result. Do not retry it under a new id.`);
+}
+
+/** This gate lost the lease before (another run of) the tool: it starts nothing more and leaves the call to its new holder. */
+function lostLease(rt: Runtime, call: Call, record: CallRecord, lease: LeaseKeeper): ToolResultBlock {
+  const why = lease.lost.reason instanceof Error ? lease.lost.reason.message : "its lease was lost";
+  rt.alert({
+    code: "record_lost_race",
+    message: `${record.tool} call ${record.key}: ${why}; this worker starts nothing more for it`,
+    tenant: record.tenant, key: record.key, tool: record.tool,
+  });
+  return errorResult(call.toolUseId, "EG_IN_PROGRESS",
+    `this worker lost the lease on this ${record.tool} call (${why}), so another worker may hold it; its outcome is not known here. ` +
+      `Do not retry it under a new id; repeat this same call to get its result.`);
+}
+
+/** The answer when the tool may have run and nothing more is known: never "nothing was executed". */
+function unknownResult(call: Call, record: CallRecord, why: string): ToolResultBlock {
+  return inProgressResult(call.toolUseId, record, `of unknown outcome: the tool may have run, but ${why}`);
 }

@@ -83,6 +83,7 @@ export function createKernel(options: KernelOptions): Kernel {
     inflight: new Map(),
     abandoned: new Set(),
     background: new Set(),
+    known: new Map(),
     random: options.random,
     policyFor: options.policyFor,
     alert: options.alert,

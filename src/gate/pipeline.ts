@@ -8,6 +8,7 @@
  *   5. claim the key durably (in_progress), then execute with a timeout (execute.ts)
  *   6. record the outcome durably (execute.ts)
  */
+import { performance } from "node:perf_hooks";
 import { EffectgateError, messageOf } from "../core/errors.js";
 import { deriveKey, fingerprint, type Scope } from "../core/keys.js";
 import { validate } from "../core/standard-schema.js";
@@ -21,7 +22,9 @@ import { backoffMs, sleep } from "../core/policies.js";
 import { executeHeld, runWithTimeout } from "./execute.js";
 import { waitForHolder } from "./holder.js";
 import { resolveStale } from "./resolve.js";
-import { inProgressResult, needsHumanResult, replayRecord, singleFlight, type Call, type Runtime } from "./runtime.js";
+import { ownUnansweredClaim } from "./known.js";
+import { flushKept } from "./record.js";
+import { inflightId, inProgressResult, needsHumanResult, replayRecord, singleFlight, type Call, type Runtime } from "./runtime.js";
 
 /** Runs a call with this idempotency key instead of the tool's own key strategy, and/or with this tool instead of the registered one of that name. */
 export interface CallOverride {
@@ -36,6 +39,10 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
       `there is no tool named ${JSON.stringify(block.name)}. Available tools: ${[...rt.tools.keys()].join(", ") || "none"}. Nothing was executed.`);
   }
   const checked = await validate(tool.input, block.input);
+  if (!checked.ok && checked.threw !== undefined) {
+    return errorResult(block.id, "EG_INVALID_INPUT",
+      `the input schema of ${tool.name} threw while validating (${checked.threw}). Nothing was executed.`);
+  }
   if (!checked.ok) {
     return errorResult(block.id, "EG_INVALID_INPUT",
       `the input for ${tool.name} does not match its schema: ${checked.issues.join("; ")}. Nothing was executed; fix the input and call again.`);
@@ -48,6 +55,11 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
     const print = fingerprint(tool.name, block.input);
     const stored = redactInput(block.input, tool.redact);
     return await singleFlight(rt, scope.tenant, key, async () => {
+      // What this gate knows and its ledger may not show: never answered by running the tool again.
+      const kept = await flushKept(rt, scope.tenant, key);
+      if (kept) return kept;
+      const unanswered = await ownUnansweredClaim(rt, scope.tenant, key);
+      if (unanswered) return unanswered.record.fingerprint === print ? executeHeld(rt, call, unanswered.record, unanswered.confirmedAt) : answerExisting(rt, call, print, unanswered.record);
       if (rt.governor) {
         // A call the ledger knows is answered from it, never governed again.
         const known = await rt.calls.get(scope.tenant, key);
@@ -57,11 +69,19 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
         });
         if (!admitted.ok) return resultBlock(block.id, admitted.message, true);
       }
-      const claim = await rt.calls.claim({
-        tenant: scope.tenant, key, tool: tool.name, effect: tool.effect, task: scope.task, toolUseId: block.id,
-        fingerprint: print, input: stored.value as Json, inputRedacted: stored.redacted, owner: rt.owner, leaseMs: rt.leaseMs,
-      });
-      if (claim.claimed) return executeHeld(rt, call, claim.record);
+      const confirmedAt = performance.now();
+      let claim;
+      try {
+        claim = await rt.calls.claim({
+          tenant: scope.tenant, key, tool: tool.name, effect: tool.effect, task: scope.task, toolUseId: block.id,
+          fingerprint: print, input: stored.value as Json, inputRedacted: stored.redacted, owner: rt.owner, leaseMs: rt.leaseMs,
+        });
+      } catch (err) {
+        // The INSERT may have committed with its reply lost: the record, if there is one, is ours and its tool never started.
+        rt.known.set(inflightId({ tenant: scope.tenant, key }), { kind: "claim_unanswered" });
+        throw err;
+      }
+      if (claim.claimed) return executeHeld(rt, call, claim.record, confirmedAt);
       return answerExisting(rt, call, print, claim.record);
     });
   } catch (err) {
@@ -118,7 +138,7 @@ async function runRead(rt: Runtime, call: Call): Promise<ToolResultBlock> {
   const policy = rt.policyFor(call.tool);
   for (let attempt = 1; ; attempt++) {
     rt.stats.executed++;
-    const outcome = await runWithTimeout(call, { key: call.toolUseId, attempts: attempt }, policy.timeoutMs);
+    const outcome = await runWithTimeout(call, { key: call.toolUseId, attempts: attempt, fence: 0 }, policy.timeoutMs);
     if (outcome.status === "ok") return resultBlock(call.toolUseId, renderResult(toJson(outcome.value)), false);
     const why = outcome.status === "timeout" ? `no reply within ${policy.timeoutMs} ms` : messageOf(outcome.error);
     if (outcome.status === "timeout") outcome.controller.abort(new ToolTimeout(why));

@@ -1,7 +1,14 @@
 /**
- * Asking a tool's probe whether a call with an unknown outcome happened, with backoff and
- * a budget. A late reply from the original run, if one comes meanwhile, is taken as the answer.
+ * Asking a tool's probe whether a call with an unknown outcome happened, with backoff and a
+ * budget. A late reply from the original run, if one comes meanwhile, is taken as the answer.
+ *
+ * The settle horizon: after a timeout, a lost reply or a crash, the request may still be on its
+ * way, so the probe's "absent" means only "not yet" until the horizon (the send + the tool's
+ * `settleMs`). Before it, the probe is asked again (waiting for the horizon if the caller lets
+ * it); only an "absent" at or after it is an answer that lets the call run again. A tool without
+ * a horizon (and whose downstream does not honour keys) never gets that answer.
  */
+import { performance } from "node:perf_hooks";
 import { messageOf } from "../core/errors.js";
 import type { ToolContext } from "../core/tool.js";
 import type { CallRecord } from "../contracts/calls.js";
@@ -12,44 +19,83 @@ import type { Call } from "./runtime.js";
 export interface LateRun {
   /** Set once the run settles with a value. */
   value?: { readonly result: unknown };
+  /** Set once the run settled, either way. */
+  done?: boolean;
   /** Resolves when the run settles, either way. */
   readonly settled: Promise<void>;
 }
 
 export type ProbeVerdict =
   | { readonly kind: "done"; readonly result: unknown; readonly from: "probe" | "late_reply" }
+  /** The probe said absent when the request could no longer land: the call may run again, with the same key. */
   | { readonly kind: "absent" }
+  /** The probe said absent while the request could still land (before the horizon), or the tool declares no horizon. */
+  | { readonly kind: "not_yet"; readonly reason: string }
+  /** The downstream says it is still working on it. */
+  | { readonly kind: "running"; readonly reason: string }
+  /** No probe, or it failed or gave no answer effectgate understands. */
   | { readonly kind: "unknown"; readonly reason: string };
 
-export async function probeUntilKnown(call: Call, held: CallRecord, policy: ProbePolicy, late?: LateRun): Promise<ProbeVerdict> {
+export interface ProbeOptions {
+  readonly policy: ProbePolicy;
+  readonly late?: LateRun | undefined;
+  /**
+   * From when (performance.now() ms) "absent" is an answer: -Infinity for a downstream that
+   * honours the key, the send + settleMs, or "never" for a tool with no horizon.
+   */
+  readonly absentFrom: number | "never";
+  /** Wait for the horizon when the probe says absent before it (false: say not_yet at once). */
+  readonly waitForHorizon: boolean;
+  /** Stop probing when this aborts (the lease was lost). */
+  readonly signal?: AbortSignal;
+}
+
+export async function probeUntilKnown(call: Call, held: CallRecord, options: ProbeOptions): Promise<ProbeVerdict> {
+  const { policy, late, absentFrom } = options;
   const hasProbe = call.tool.probe !== undefined;
   const ctx: ToolContext = {
-    idempotencyKey: held.key, toolUseId: call.toolUseId, scope: call.scope,
-    signal: new AbortController().signal, attempt: held.attempts,
+    idempotencyKey: held.key, toolUseId: call.toolUseId, scope: call.scope, fence: held.fence,
+    signal: options.signal ?? new AbortController().signal, attempt: held.attempts,
   };
-  let reason = `${call.tool.name} has no probe, so effectgate cannot tell whether its effect happened`;
-  for (let round = 0; round < (hasProbe ? policy.attempts : 0); round++) {
+  const tooSoon = absentFrom === "never"
+    ? `the probe says absent, but ${call.tool.name} declares no settleMs and its downstream does not honour keys, so a request already sent may still land`
+    : "the probe says absent, but the request sent may still land";
+  let last: ProbeVerdict = { kind: "unknown", reason: `${call.tool.name} has no probe, so effectgate cannot tell whether its effect happened` };
+  for (let round = 0; hasProbe && round < policy.attempts; round++) {
     if (late?.value) return { kind: "done", result: late.value.result, from: "late_reply" };
+    if (options.signal?.aborted) break;
     try {
       const answer = await call.tool.probe!(call.hasInput ? call.input : held.input, ctx);
       if (answer.status === "done") return { kind: "done", result: answer.result, from: "probe" };
-      if (answer.status === "absent") return { kind: "absent" };
-      if (answer.status === "running") reason = "the probe still says the downstream is working on it";
-      else reason = `the probe gave an unknown answer ${JSON.stringify(answer)}`;
+      if (answer.status === "absent") {
+        if (absentFrom !== "never" && performance.now() >= absentFrom) return { kind: "absent" };
+        last = { kind: "not_yet", reason: tooSoon };
+        if (absentFrom !== "never" && !options.waitForHorizon) break;
+        if (absentFrom !== "never" && round + 1 >= policy.attempts) {
+          // The budget is spent but the horizon is in sight: wait for it, then ask once more.
+          await pause(Math.max(0, absentFrom - performance.now()), late);
+          round = policy.attempts - 2;
+          continue;
+        }
+      } else if (answer.status === "running") {
+        last = { kind: "running", reason: "the probe still says the downstream is working on it" };
+      } else {
+        last = { kind: "unknown", reason: `the probe gave an unknown answer ${JSON.stringify(answer)}` };
+      }
     } catch (err) {
-      reason = `probe failed: ${messageOf(err)}`;
+      last = { kind: "unknown", reason: `probe failed: ${messageOf(err)}` };
     }
     if (round + 1 < policy.attempts) await pause(probeDelayMs(policy, round), late);
   }
   if (late?.value) return { kind: "done", result: late.value.result, from: "late_reply" };
-  if (hasProbe) reason = `${reason} (asked ${policy.attempts} time${policy.attempts === 1 ? "" : "s"})`;
-  return { kind: "unknown", reason };
+  if (hasProbe && last.kind !== "not_yet") return { ...last, reason: `${last.reason} (asked ${policy.attempts} time${policy.attempts === 1 ? "" : "s"})` };
+  return last;
 }
 
-/** Waits `ms`, or less if the late run settles first. */
+/** Waits `ms`, or less if the late run settles first (a run that already settled shortens nothing). */
 async function pause(ms: number, late?: LateRun): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const slept = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  await (late ? Promise.race([slept, late.settled]) : slept);
+  await (late && late.done !== true ? Promise.race([slept, late.settled]) : slept);
   clearTimeout(timer);
 }

@@ -6,6 +6,9 @@ import { validate } from "../core/standard-schema.js";
 import { messageOf } from "../core/errors.js";
 import type { CallRecord } from "../contracts/calls.js";
 import { isStaleHolder } from "./holder.js";
+import { executeHeld } from "./execute.js";
+import { ownUnansweredClaim } from "./known.js";
+import { flushKept } from "./record.js";
 import { resolveStale, type Resolution } from "./resolve.js";
 import { inflightId, singleFlight, type Runtime } from "./runtime.js";
 
@@ -42,6 +45,13 @@ export async function recover(rt: Runtime, options: { limit?: number } = {}): Pr
       note(record, "this gate is working on it right now");
       continue;
     }
+    if (rt.known.get(inflightId(record))?.kind === "outcome") {
+      // The outcome is known here and its write is being retried: write it now if the store takes it.
+      await flushKept(rt, record.tenant, record.key);
+      if (rt.known.has(inflightId(record))) note(record, "its outcome is known to this gate, which keeps writing it (the ledger does not take it yet)");
+      else counts.completed++;
+      continue;
+    }
     if (!isStaleHolder(rt, record, await rt.calls.now())) {
       note(record, `held by a live worker (${record.owner ?? "unknown"}) until its lease ends`);
       continue;
@@ -58,7 +68,15 @@ export async function recover(rt: Runtime, options: { limit?: number } = {}): Pr
     let resolution: Resolution;
     try {
       const call = { tool, input, hasInput: !record.inputRedacted, scope: { tenant: record.tenant, task: record.task }, toolUseId: record.toolUseId };
-      ({ resolution } = await singleFlight(rt, record.tenant, record.key, () => resolveStale(rt, call, record, { probeRounds: 1 })));
+      ({ resolution } = await singleFlight(rt, record.tenant, record.key, async () => {
+        // A claim of this gate whose reply was lost, unchanged: its tool never started, so it runs now, once.
+        const own = await ownUnansweredClaim(rt, record.tenant, record.key);
+        if (own) {
+          await executeHeld(rt, call, own.record, own.confirmedAt);
+          return { resolution: "reexecuted" as const };
+        }
+        return resolveStale(rt, call, record, { probeRounds: 1 });
+      }));
     } catch (err) {
       note(record, `could not be resolved: ${messageOf(err)}`);
       continue;

@@ -2,14 +2,17 @@
  * Resolving a call whose holder is gone (lease expired, process dead, or released while
  * `uncertain`). This is the only path by which a key's tool runs again after its holder
  * vanished, and it never re-runs a write blindly: `read` tools re-run; `write`/`destructive`
- * tools are asked their probe (done → completed with the probed result; absent → re-execute
- * with the same key, or, where the caller forbids a new effect (a saga being compensated),
- * recorded failed; running or no answer → left uncertain for later); without a probe the call
- * goes to a human.
+ * tools are asked their probe: done → completed with the probed result; absent when the request
+ * can no longer land (the downstream honours the key, or the settle horizon has passed since the
+ * last send) → re-execute with the same key, or, where the caller forbids a new effect (a saga
+ * being compensated), recorded failed; absent before the horizon, running, or no answer → left
+ * uncertain for later; absent from a tool that declares no horizon → a person. Without a probe
+ * the call goes to a person.
  */
 import { renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import { toJson } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
+import { performance } from "node:perf_hooks";
 import { leaseRanOut } from "../contracts/call-rules.js";
 import { executeHeld, sendToHuman } from "./execute.js";
 import { probeUntilKnown } from "./probe-loop.js";
@@ -46,19 +49,27 @@ export interface ResolveOptions {
 }
 
 export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, options: ResolveOptions): Promise<Resolved> {
+  const storeNow = await rt.calls.now();
+  const confirmedAt = performance.now();
   const held = await rt.calls.takeOver({
     tenant: record.tenant, key: record.key, version: record.version, owner: rt.owner, leaseMs: rt.leaseMs,
-    holderIsDead: !leaseRanOut(record, await rt.calls.now()),
+    holderIsDead: !leaseRanOut(record, storeNow),
   });
   if (!held) return { resolution: "moved" };
 
-  if (call.tool.effect === "read") return reexecute(rt, call, held);
+  if (call.tool.effect === "read") return reexecute(rt, call, held, confirmedAt);
   if (!call.tool.probe) {
     const parked = await sendToHuman(rt, held, options.noProbeReason ??
       `the call was interrupted before its outcome was recorded and ${held.tool} has no probe, so effectgate cannot tell whether its effect happened`);
-    return { resolution: "needs_human", block: needsHumanResult(call.toolUseId, parked), record: parked };
+    return { resolution: "needs_human", block: needsHumanResult(call.toolUseId, parked.record), record: parked.record };
   }
-  const verdict = await probeUntilKnown(call, held, { ...rt.policyFor(call.tool).probe, attempts: options.probeRounds });
+  // The settle horizon on the store's clock (the last send + settleMs), as a time of this process's.
+  const horizon = held.startedAt + (call.tool.settleMs ?? 0);
+  const absentFrom = call.tool.downstreamIdempotent === true ? -Infinity
+    : call.tool.settleMs === undefined ? "never" as const : confirmedAt + (horizon - storeNow);
+  const verdict = await probeUntilKnown(call, held, {
+    policy: { ...rt.policyFor(call.tool).probe, attempts: options.probeRounds }, absentFrom, waitForHorizon: options.probeRounds > 1,
+  });
   switch (verdict.kind) {
     case "done": {
       const result = toJson(verdict.result);
@@ -67,8 +78,18 @@ export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, 
       return { resolution: "probed_done", block: resultBlock(call.toolUseId, renderResult(result), false), record: done };
     }
     case "absent":
-      if (options.onAbsent === undefined || options.onAbsent === "rerun") return reexecute(rt, call, held);
+      if (options.onAbsent === undefined || options.onAbsent === "rerun") return reexecute(rt, call, held, confirmedAt);
       return failAbsent(rt, call, held, options.onAbsent.fail);
+    case "not_yet": {
+      if (absentFrom === "never") {
+        const parked = await sendToHuman(rt, held, `the call was interrupted before its outcome was recorded; ${verdict.reason}`);
+        return { resolution: "needs_human", block: needsHumanResult(call.toolUseId, parked.record), record: parked.record };
+      }
+      const why = `the probe says absent so far, but the request sent at ${new Date(held.startedAt).toISOString()} may still land until ${new Date(horizon).toISOString()} (settleMs); asked again later`;
+      const parked = await park(rt, held, why);
+      return { resolution: "probed_unknown", block: inProgressResult(call.toolUseId, parked, `being checked (${why})`), record: parked };
+    }
+    case "running":
     case "unknown": {
       const parked = await park(rt, held, verdict.reason);
       return { resolution: "probed_unknown", block: inProgressResult(call.toolUseId, parked, `being checked (${verdict.reason})`), record: parked };
@@ -77,7 +98,7 @@ export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, 
 }
 
 /** Runs the call again with the same key, counting the attempt durably before the tool starts. */
-async function reexecute(rt: Runtime, call: Call, held: CallRecord): Promise<Resolved> {
+async function reexecute(rt: Runtime, call: Call, held: CallRecord, confirmedAt: number): Promise<Resolved> {
   if (!call.hasInput) {
     const parked = await park(rt, held, "the effect did not happen, but its stored input is redacted; replay the same tool_use to run it");
     return { resolution: "deferred", block: inProgressResult(call.toolUseId, parked, "waiting to be replayed with its full input"), record: parked };
@@ -86,7 +107,7 @@ async function reexecute(rt: Runtime, call: Call, held: CallRecord): Promise<Res
     state: "in_progress", owner: rt.owner, leaseMs: rt.leaseMs, countAttempt: true, error: null,
   });
   if (!restarted) return { resolution: "moved" };
-  return { resolution: "reexecuted", block: await executeHeld(rt, call, restarted) };
+  return { resolution: "reexecuted", block: await executeHeld(rt, call, restarted, confirmedAt) };
 }
 
 /** Records a call the probe found never happened as failed, without running it (uncertain moves through in_progress). */

@@ -2,7 +2,7 @@
 import { errorMessage } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
 import type { AnyTool } from "../core/tool.js";
-import type { CallRecord, CallStore } from "../contracts/calls.js";
+import type { CallRecord, CallStore, RecordUpdate } from "../contracts/calls.js";
 import { errorResult, renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import type { ProbePolicy, RetryPolicy } from "../core/policies.js";
 import type { Alert, GateStats } from "./alerts.js";
@@ -34,13 +34,26 @@ export interface Runtime {
   readonly inflight: Map<string, Promise<void>>;
   /** Tool runs that timed out and may still answer late; aborted on close. */
   readonly abandoned: Set<AbortController>;
-  /** Background work (late replies being recorded) that `gate.drain()` waits for. */
+  /** Background work (late replies and outcomes being recorded) that `gate.drain()` waits for. */
   readonly background: Set<Promise<void>>;
+  /**
+   * What this gate knows of a call that the ledger does not (yet): an outcome whose write failed
+   * and is being retried, or a claim whose reply was lost before the tool started. A replay in
+   * this process is answered from it, never by running the tool again (see known.ts).
+   */
+  readonly known: Map<string, Known>;
   /** Jitter source for retry backoff (tests pass a seeded one). */
   readonly random: () => number;
   readonly policyFor: (tool: AnyTool) => ToolPolicy;
   readonly alert: (alert: Alert) => void;
 }
+
+/** What this gate knows of a call that its ledger may not show (see known.ts). */
+export type Known =
+  /** The claim was sent but its reply lost: if the record is this gate's, unchanged, the tool never started. */
+  | { readonly kind: "claim_unanswered" }
+  /** The outcome, and the answer the agent got; `record` is what the write compares against. */
+  | { readonly kind: "outcome"; readonly record: CallRecord; readonly update: RecordUpdate; readonly block: ToolResultBlock };
 
 /** One validated call on its way through the pipeline. */
 export interface Call {
@@ -52,7 +65,8 @@ export interface Call {
   readonly toolUseId: string;
 }
 
-export const inflightId = (record: Pick<CallRecord, "tenant" | "key">) => `${record.tenant}\u0000${record.key}`;
+/** JSON of [tenant, key], not the two joined by NUL: tenant "a\u0000b" + key "c" must not be tenant "a" + key "b\u0000c". */
+export const inflightId = (record: Pick<CallRecord, "tenant" | "key">) => JSON.stringify([record.tenant, record.key]);
 
 /** Runs `work` as the only call for this key in this gate, after any call already on it. */
 export async function singleFlight<T>(rt: Runtime, tenant: string, key: string, work: () => Promise<T>): Promise<T> {

@@ -178,7 +178,7 @@ export function createGovernance(options: GovernanceOptions): Governance {
 
   async function dryRun(call: GovernedCall): Promise<{ ok: true; preview: DryRunPreview } | { ok: false; message: string }> {
     const ctx: ToolContext = {
-      idempotencyKey: call.key, toolUseId: call.toolUseId, scope: call.scope, signal: new AbortController().signal, attempt: 0,
+      idempotencyKey: call.key, toolUseId: call.toolUseId, scope: call.scope, fence: 0, signal: new AbortController().signal, attempt: 0,
     };
     let value: unknown;
     try {

@@ -278,12 +278,12 @@ describe("recording failures", () => {
     expect(alerts[0]!.message).toMatch(/completed but its result could not be recorded: disk I\/O error/);
     expect(gate.stats.alerts).toBe(1);
     expect((await inner.calls.get("acme", "toolu_a"))?.state).toBe("in_progress");
-    // Once the ledger works again, a replay settles the call through the probe, not a second charge.
+    // Once the ledger works again, a replay gets the very first answer (the gate kept it) and records it: no second charge.
     failUpdates = false;
     const [again] = await gate.runToolUses(content, scope);
     expect(c.total).toBe(1);
-    expect(JSON.parse(again!.content)).toEqual({ chargeId: "ch_1", probed: true });
-    expect((await inner.calls.get("acme", "toolu_a"))?.state).toBe("completed");
+    expect(again!.content).toBe(r!.content);
+    expect(await inner.calls.get("acme", "toolu_a")).toMatchObject({ state: "completed", result: JSON.parse(r!.content) });
   });
 
   it("a ledger that cannot take the claim means nothing executes", async () => {

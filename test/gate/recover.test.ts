@@ -19,9 +19,11 @@ async function abandoned(ledger: Stores, key: string, tool = "notify", leaseMs =
   });
 }
 
-function notifyTool(runs: string[], probe?: (key: string) => ProbeResult<unknown>) {
+/** `settleMs`: how long a sent request may take to land (a re-send needs the probe's "absent" after it). */
+function notifyTool(runs: string[], probe?: (key: string) => ProbeResult<unknown>, settleMs?: number) {
   return defineTool({
     name: "notify", effect: "write", input: z.object({ to: z.string() }),
+    ...(settleMs === undefined ? {} : { settleMs }),
     execute: (_i, ctx) => {
       runs.push(`${ctx.idempotencyKey}#${ctx.attempt}`);
       return { sent: ctx.idempotencyKey, attempt: ctx.attempt };
@@ -46,11 +48,38 @@ describe("gate.recover()", () => {
     const ledger = memoryLedger();
     const runs: string[] = [];
     await abandoned(ledger, "k1");
-    const gate = createGate({ tools: [notifyTool(runs, () => ({ status: "absent" }))], ledger });
+    const gate = createGate({ tools: [notifyTool(runs, () => ({ status: "absent" }), 0)], ledger });
     const summary = await gate.recover();
     expect(summary).toMatchObject({ examined: 1, reexecuted: 1 });
     expect(runs).toEqual(["k1#2"]);
     expect(await ledger.calls.get("acme", "k1")).toMatchObject({ state: "completed", attempts: 2, result: { sent: "k1", attempt: 2 } });
+  });
+
+  it("probe absent, but the tool declares no settle horizon → a person, never a re-send (the request may still land)", async () => {
+    const ledger = memoryLedger();
+    const runs: string[] = [];
+    await abandoned(ledger, "k1");
+    const gate = createGate({ tools: [notifyTool(runs, () => ({ status: "absent" }))], ledger, onAlert: () => {} });
+    expect(await gate.recover()).toMatchObject({ examined: 1, needsHuman: 1, reexecuted: 0 });
+    expect(runs).toEqual([]);
+    expect(await ledger.calls.get("acme", "k1")).toMatchObject({ state: "needs_human" });
+    expect((await ledger.calls.get("acme", "k1"))?.error).toMatch(/declares no settleMs and its downstream does not honour keys, so a request already sent may still land/);
+  });
+
+  it("probe absent before the settle horizon → left uncertain; after it, re-run once", async () => {
+    let now = 1_000_000;
+    const ledger = memoryLedger({ clock: () => now });
+    const runs: string[] = [];
+    await abandoned(ledger, "k1", "notify", 10);
+    now += 20; // the dead holder's lease has run out; its request may land until its lease's end + 60 s
+    const gate = createGate({ tools: [notifyTool(runs, () => ({ status: "absent" }), 60_000)], ledger });
+    const first = await gate.recover();
+    expect(first).toMatchObject({ examined: 1, reexecuted: 0, leftForLater: 1 });
+    expect(first.notes[0]!.note).toMatch(/probe says absent so far, but the request sent at .* may still land until .* \(settleMs\)/);
+    expect(runs).toEqual([]);
+    now += 60_000;
+    expect(await gate.recover()).toMatchObject({ examined: 1, reexecuted: 1 });
+    expect(runs).toEqual(["k1#2"]);
   });
 
   it("probe running → left uncertain for later, nothing run", async () => {
@@ -114,7 +143,7 @@ describe("gate.recover()", () => {
       tenant: "acme", key: "k1", tool: "notify", effect: "write", task: "t1", toolUseId: "k1",
       fingerprint: fingerprint("notify", input), input: { to: "[redacted]" }, inputRedacted: true, owner: "other-host/1/x", leaseMs: -1,
     });
-    const gate = createGate({ tools: [notifyTool(runs, () => ({ status: "absent" }))], ledger });
+    const gate = createGate({ tools: [notifyTool(runs, () => ({ status: "absent" }), 0)], ledger });
     expect((await gate.recover()).leftForLater).toBe(1);
     expect(runs).toEqual([]);
     // The agent's replay carries the real input: now it can run, with the same key.

@@ -22,11 +22,21 @@ function slowJob() {
   return { done, finish };
 }
 
-function bookTool(opts: { execute: (key: string, attempt: number) => Promise<unknown>; probe?: (key: string, round: number) => ProbeResult<unknown> }) {
+/** A request that never gets an answer, and gives up when the gate cancels it (as fetch with ctx.signal does). */
+function hangs(signal: AbortSignal): Promise<never> {
+  return new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error)));
+}
+
+function bookTool(opts: {
+  execute: (key: string, attempt: number, signal: AbortSignal) => Promise<unknown>;
+  probe?: (key: string, round: number) => ProbeResult<unknown>;
+  settleMs?: number;
+}) {
   let round = 0;
   return defineTool({
     name: "book_room", effect: "write", input: z.object({ room: z.string() }),
-    execute: (_i, ctx) => opts.execute(ctx.idempotencyKey, ctx.attempt),
+    ...(opts.settleMs === undefined ? {} : { settleMs: opts.settleMs }),
+    execute: (_i, ctx) => opts.execute(ctx.idempotencyKey, ctx.attempt, ctx.signal),
     ...(opts.probe ? { probe: async (_i: unknown, ctx: { idempotencyKey: string }) => opts.probe!(ctx.idempotencyKey, round++) } : {}),
   });
 }
@@ -44,17 +54,18 @@ describe("a timeout is not a failure", () => {
     job.finish({ jobId: "J-1" });
   });
 
-  it("timeout → probe says absent → re-executed once with the same key", async () => {
+  it("timeout → probe says absent after the settle horizon → re-executed once with the same key", async () => {
     const ledger = memoryLedger();
     const runs: string[] = [];
     const gate = createGate({
       ...fast, ledger,
       tools: [bookTool({
-        execute: (key, attempt) => {
+        execute: (key, attempt, signal) => {
           runs.push(`${key}#${attempt}`);
-          return attempt === 1 ? new Promise(() => {}) : Promise.resolve({ booked: key, attempt });
+          return attempt === 1 ? hangs(signal) : Promise.resolve({ booked: key, attempt });
         },
         probe: () => ({ status: "absent" }),
+        settleMs: 5,
       })],
     });
     const [r] = await gate.runToolUses(book(), scope);
@@ -71,23 +82,25 @@ describe("a timeout is not a failure", () => {
     expect(r).toMatchObject({ is_error: false, content: "booked late" });
   });
 
-  it("budget spent (always running) → needs_human, an is_error result that says a person was asked", async () => {
+  it("the probe says running all along → the call stays uncertain (the downstream has it), EG_IN_PROGRESS, no person asked", async () => {
     const ledger = memoryLedger();
     const alerts: Alert[] = [];
     let probes = 0;
+    let runs = 0;
     const gate = createGate({
       ...fast, ledger, onAlert: (a) => alerts.push(a),
-      tools: [bookTool({ execute: () => new Promise(() => {}), probe: () => (probes++, { status: "running" }) })],
+      tools: [bookTool({ execute: (_k, _a, signal) => (runs++, hangs(signal)), probe: () => (probes++, { status: "running" }) })],
     });
     const [r] = await gate.runToolUses(book(), scope);
     expect(probes).toBe(4);
     expect(r!.is_error).toBe(true);
-    expect(r!.content).toMatch(/^EG_NEEDS_HUMAN: the outcome of this book_room call is unknown \(no reply within 20 ms; the probe still says the downstream is working on it \(asked 4 times\)\)\. A person has been asked/);
-    expect(await ledger.calls.get("acme", "toolu_b")).toMatchObject({ state: "needs_human", owner: null });
-    expect(alerts.map((a) => a.code)).toEqual(["needs_human"]);
-    // A replay does not run it again: it says the same.
+    expect(r!.content).toMatch(/^EG_IN_PROGRESS: this book_room call is still being worked on downstream \(no reply within 20 ms; the probe still says the downstream is working on it \(asked 4 times\)\)\. .*Do not retry it under a new id/);
+    expect(await ledger.calls.get("acme", "toolu_b")).toMatchObject({ state: "uncertain", owner: null });
+    expect(alerts).toEqual([]);
+    // A replay asks the probe again; it never runs the tool again.
     const [again] = await gate.runToolUses(book(), scope);
-    expect(again!.content).toMatch(/^EG_NEEDS_HUMAN/);
+    expect(again!.content).toMatch(/^EG_IN_PROGRESS/);
+    expect(runs).toBe(1);
   });
 
   it("no probe → needs_human at once after the timeout", async () => {
@@ -102,7 +115,7 @@ describe("a timeout is not a failure", () => {
   it("absent twice → one re-run only, then needs_human", async () => {
     const ledger = memoryLedger();
     let runs = 0;
-    const gate = createGate({ ...fast, ledger, tools: [bookTool({ execute: () => (runs++, new Promise(() => {})), probe: () => ({ status: "absent" }) })] });
+    const gate = createGate({ ...fast, ledger, tools: [bookTool({ execute: (_k, _a, signal) => (runs++, hangs(signal)), probe: () => ({ status: "absent" }), settleMs: 5 })] });
     const [r] = await gate.runToolUses(book(), scope);
     expect(runs).toBe(2);
     expect(r!.content).toMatch(/^EG_NEEDS_HUMAN: .*the probe said absent again after a re-run/);
@@ -112,7 +125,7 @@ describe("a timeout is not a failure", () => {
     const ledger = memoryLedger();
     const applied: string[] = [];
     const tool = defineTool({
-      name: "book_room", effect: "write", input: z.object({ room: z.string() }),
+      name: "book_room", effect: "write", input: z.object({ room: z.string() }), settleMs: 30,
       // A downstream that ignores keys; the first request reaches it only as the client gives up on it.
       execute: (_i, ctx) => new Promise((_resolve, reject) => {
         if (ctx.attempt > 1) return void (applied.push(`${ctx.idempotencyKey}#${ctx.attempt}`), _resolve({ booked: ctx.attempt }));

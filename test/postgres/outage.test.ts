@@ -76,8 +76,10 @@ describe("the PostgreSQL ledger going away mid-run", () => {
     expect(alerts.map((x) => x.code)).toEqual(Array(N).fill("record_failed"));
     expect(alerts[0]!.message).toMatch(/completed but its result could not be recorded: EG_LEDGER_UNAVAILABLE: cannot reach the ledger database/);
 
-    // While it is down: new calls, and a replay of a call whose outcome was not recorded, are refused and run nothing.
-    const refused = await gate.runToolUses([...b, a[0]!], scope);
+    // While it is down: a replay of a call whose outcome was not recorded gets that outcome (this gate kept it),
+    // and new calls are refused and run nothing.
+    const [replayed, ...refused] = await gate.runToolUses([a[0]!, ...b], scope);
+    expect(replayed).toEqual(answersA[0]);
     for (const block of refused) {
       expect(block.is_error, block.content).toBe(true);
       expect(block.content).toMatch(new RegExp(
@@ -87,11 +89,12 @@ describe("the PostgreSQL ledger going away mid-run", () => {
     expect(ticketsFor("b")).toHaveLength(0);
     expect(toolStarts).toBe(N);
 
-    // The database comes back: recovery probes the ten unrecorded calls and completes them with what the service holds.
+    // The database comes back: the gate writes the ten outcomes it kept; recovery has nothing left to do.
     await database.start();
-    const summary = await gate.recover();
-    expect(summary).toMatchObject({ examined: N, completed: N, reexecuted: 0, needsHuman: 0, leftForLater: 0 });
+    await gate.drain();
     expect(await ledger.calls.listUnsettled({ includeLive: true })).toEqual([]);
+    expect((await gate.recover()).examined).toBe(0);
+    for (const u of a) expect(await ledger.calls.get("acme", u.id)).toMatchObject({ state: "completed", owner: null });
 
     // Replays answer from the ledger with the same content; the refused calls run now, once.
     expect(await gate.runToolUses(a, scope)).toEqual(answersA);

@@ -145,6 +145,8 @@ function workerTools(downstream: Downstream, life: Life, mayNeedHuman: MayNeedHu
     effect: "write",
     input,
     key: name === "derived" ? "derived" : "tool_use_id",
+    // The simulated downstream applies a request at once or never: its settle horizon is 0.
+    settleMs: 0,
     async execute(args: Input, ctx) {
       if (life.reach("tool:before_effect")) return never;
       await hop();

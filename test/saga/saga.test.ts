@@ -51,8 +51,9 @@ function tools(w: World, options: { probe?: (key: string) => ProbeResult<unknown
         const found = w.applied.get(ctx.idempotencyKey);
         return found ? { status: "done", result: { op: found.op, key: ctx.idempotencyKey, arg: found.arg } } : { status: "absent" };
       } };
+  // The world applies a request at once or never: its settle horizon is 0.
   const step = (name: string, extra: object = {}) => defineTool({
-    name, effect: "write", input: z.object({ n: z.number() }),
+    name, effect: "write", input: z.object({ n: z.number() }), settleMs: 0,
     execute: (input, ctx) => w.apply(name, ctx.idempotencyKey, input.n),
     ...probe, ...extra,
   });
@@ -60,7 +61,7 @@ function tools(w: World, options: { probe?: (key: string) => ProbeResult<unknown
     reserve: step("reserve", { compensate: async (input: { n: number }, _r: unknown, ctx: { idempotencyKey: string }) => w.apply("unreserve", ctx.idempotencyKey, input.n) }),
     charge: step("charge"),
     refund: defineTool({
-      name: "refund", effect: "write", input: z.object({ charge: z.string() }),
+      name: "refund", effect: "write", input: z.object({ charge: z.string() }), settleMs: 0,
       execute: (input, ctx) => w.apply("refund", ctx.idempotencyKey, input.charge), ...probe,
     }),
     ship: step("ship", { compensate: async (input: { n: number }, _r: unknown, ctx: { idempotencyKey: string }) => w.apply("unship", ctx.idempotencyKey, input.n) }),

@@ -11,7 +11,7 @@ import { sqliteLedger } from "effectgate/sqlite";
 import type { FaultPoint } from "effectgate/testing";
 import { seededRandom } from "../../random.js";
 import { SERVICE_TRAITS } from "../services.js";
-import { CALL_TIMEOUT_MS, scaled } from "../timing.js";
+import { CALL_TIMEOUT_MS, scaled, SLOW_MS } from "../timing.js";
 import { callDownstream, listByWindow, probeFor, TOOLS, type Urls } from "../tools.js";
 import { SAGA_STEPS, undoRef, type KillPoint, type ToolName } from "../workload.js";
 import type { Availability, CallHooks, Executor, Level, LevelAudit, LevelRuntime, StoreSpec, WorkerContext } from "./types.js";
@@ -60,6 +60,8 @@ export function gateTools(urls: Urls, hooks: Pick<CallHooks, "downstream">): Any
       effect: info.effect,
       input: info.schema,
       downstreamIdempotent: honours.has(info.service),
+      // A slow request lands SLOW_MS after it was sent: the horizon after which an "absent" is the truth.
+      settleMs: SLOW_MS + CALL_TIMEOUT_MS,
       execute: (input, ctx): Promise<Json> => hooks.downstream(ctx.toolUseId, () => callDownstream(urls, info.name, input, {
         ...(info.effect === "read" ? {} : { key: ctx.idempotencyKey }),
         signal: ctx.signal,

@@ -21,6 +21,9 @@ const HELD = inList(HELD_STATES);
 /** The lease rule (contracts/call-rules.ts `leaseRanOut`) in SQL. */
 const LEASE_RAN_OUT = `(owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= {now})`;
 
+/** The last moment the holder being replaced could have sent a request (contracts/call-rules.ts `takeOverRecord`). */
+const LAST_POSSIBLE_SEND = `(CASE WHEN owner IS NULL THEN started_at WHEN lease_expires_at IS NULL OR lease_expires_at > {now} THEN {now} ELSE lease_expires_at END)`;
+
 /** The optional filters of `list`, in this order; a statement is compiled per combination given. */
 export const LIST_FILTERS = ["tenant", "state", "tool", "key"] as const;
 export type ListFilter = (typeof LIST_FILTERS)[number];
@@ -63,7 +66,7 @@ export function callStatements(dialect: Dialect): CallStatements {
            WHEN :lease_ms:bigint IS NOT NULL THEN {now} + :lease_ms:bigint
            ELSE lease_expires_at END,
          attempts = attempts + :count_attempt:integer,
-         started_at = CASE WHEN :count_attempt:integer = 1 THEN {now} ELSE started_at END,
+         started_at = CASE WHEN :count_attempt:integer = 1 OR :send_ended:boolean THEN {now} ELSE started_at END,
          version = version + 1,
          updated_at = {now}
        {from_clock}
@@ -72,6 +75,7 @@ export function callStatements(dialect: Dialect): CallStatements {
     // The take-over rule (contracts/call-rules.ts `takeOverRecord`): the fence goes up by at least one.
     takeOver: sql(`UPDATE {calls} SET owner = :owner:text, lease_expires_at = {now} + :lease_ms:bigint,
          fence = CASE WHEN :fence:bigint IS NOT NULL AND :fence:bigint > fence + 1 THEN :fence:bigint ELSE fence + 1 END,
+         started_at = CASE WHEN ${LAST_POSSIBLE_SEND} > started_at THEN ${LAST_POSSIBLE_SEND} ELSE started_at END,
          version = version + 1, updated_at = {now}
        {from_clock}
        WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND state IN ${HELD}
@@ -114,7 +118,7 @@ export function callStatements(dialect: Dialect): CallStatements {
 /** A call update's named values (the RecordUpdate spelled out for the statement). */
 export function updateValues(
   tenant: string, key: string, version: number,
-  update: { state: CallState; result?: unknown; error?: string | null; owner?: string | null; leaseMs?: number; countAttempt?: boolean },
+  update: { state: CallState; result?: unknown; error?: string | null; owner?: string | null; leaseMs?: number; countAttempt?: boolean; sendEnded?: boolean },
 ): Record<string, unknown> {
   return {
     tenant, key, version, state: update.state,
@@ -126,5 +130,6 @@ export function updateValues(
     owner: update.owner ?? null,
     lease_ms: update.leaseMs ?? null,
     count_attempt: update.countAttempt === true ? 1 : 0,
+    send_ended: update.sendEnded === true,
   };
 }

@@ -1,0 +1,32 @@
+/**
+ * What a gate knows of its own calls that its ledger may not show: a claim whose reply was lost
+ * (the INSERT may have committed, the tool certainly did not start), and an outcome the gate has
+ * but could not record (the write failed after the tool ran). Both are in memory only: they make a
+ * replay in this process truthful (the real result, or the claim run once) instead of probing its
+ * own call as if a stranger's; once the process is gone, other workers settle the call by its lease
+ * and probe, as for any crash.
+ */
+import { performance } from "node:perf_hooks";
+import type { CallRecord } from "../contracts/calls.js";
+import { inflightId, type Runtime } from "./runtime.js";
+
+/** Whether `record` is exactly what an unanswered claim of this gate would have written. */
+export function isOwnUnstartedClaim(record: CallRecord, owner: string): boolean {
+  return record.owner === owner && record.state === "in_progress" && record.version === 1 && record.attempts === 1;
+}
+
+/**
+ * A claim of this gate whose reply was lost: if its record is there, unchanged since the claim,
+ * the tool never started, so this gate takes it back (a fresh lease and fence) to run it, once.
+ */
+export async function ownUnansweredClaim(rt: Runtime, tenant: string, key: string): Promise<{ record: CallRecord; confirmedAt: number } | undefined> {
+  const id = inflightId({ tenant, key });
+  if (rt.known.get(id)?.kind !== "claim_unanswered") return undefined;
+  const record = await rt.calls.get(tenant, key);
+  rt.known.delete(id);
+  if (!record || !isOwnUnstartedClaim(record, rt.owner)) return undefined;
+  const confirmedAt = performance.now();
+  const taken = await rt.calls.takeOver({ tenant, key, version: record.version, owner: rt.owner, leaseMs: rt.leaseMs, holderIsDead: true });
+  return taken && { record: taken, confirmedAt };
+}
+

@@ -1,0 +1,110 @@
+/**
+ * Writing a held call's record after its tool started. Such a write may fail (the store is busy
+ * or unreachable) or lose its reply (committed, but the answer never came back); neither may turn
+ * into a false answer. So a write:
+ * - reads back on a compare-and-set miss, and counts a record that already shows this write (its
+ *   own commit, whose reply was lost) as written;
+ * - when it fails and carries the agent's answer (`block`), keeps the outcome in memory (known.ts),
+ *   raises one operator alert, and writes it again in the background (gate.drain() waits), so a
+ *   replay in this process is answered with the true result meanwhile.
+ */
+import { isDeepStrictEqual } from "node:util";
+import { messageOf } from "../core/errors.js";
+import type { ToolResultBlock } from "../core/blocks.js";
+import type { CallRecord, RecordUpdate } from "../contracts/calls.js";
+import { inflightId, type Runtime } from "./runtime.js";
+
+export type Written =
+  | { readonly kind: "written"; readonly record: CallRecord }
+  /** Another worker moved the record first (it took the call over). */
+  | { readonly kind: "lost" }
+  /** The store did not take the write; `kept`: the outcome is held in memory and being written again. */
+  | { readonly kind: "failed"; readonly reason: string; readonly kept: boolean };
+
+export interface WriteOptions {
+  /** The answer the agent gets for this outcome: kept (and written again) if the write fails. */
+  readonly block?: ToolResultBlock;
+  /** false: do not keep or retry (a write whose failure the caller handles itself). */
+  readonly keep?: boolean;
+}
+
+const RETRY_FIRST_MS = 50;
+const RETRY_MAX_MS = 5_000;
+const RETRIES = 40;
+
+export async function record(rt: Runtime, held: CallRecord, update: RecordUpdate, options: WriteOptions = {}): Promise<Written> {
+  try {
+    return await writeOnce(rt, held, update);
+  } catch (err) {
+    const reason = messageOf(err);
+    if (options.keep === false || options.block === undefined) return { kind: "failed", reason, kept: false };
+    keep(rt, held, update, options.block, err);
+    return { kind: "failed", reason, kept: true };
+  }
+}
+
+/** One compare-and-set write; a miss whose record already shows this very write counts as written (a lost reply). */
+async function writeOnce(rt: Runtime, held: CallRecord, update: RecordUpdate): Promise<Written> {
+  const written = await rt.calls.update(held.tenant, held.key, held.version, update);
+  if (written) return { kind: "written", record: written };
+  const current = await rt.calls.get(held.tenant, held.key);
+  if (current && shows(current, held, update)) return { kind: "written", record: current };
+  return { kind: "lost" };
+}
+
+function shows(current: CallRecord, held: CallRecord, update: RecordUpdate): boolean {
+  return current.version === held.version + 1 && current.state === update.state &&
+    (update.result === undefined || isDeepStrictEqual(current.result, update.result)) &&
+    (update.error === undefined || current.error === update.error) &&
+    (update.owner === undefined || current.owner === update.owner);
+}
+
+function keep(rt: Runtime, held: CallRecord, update: RecordUpdate, block: ToolResultBlock, err: unknown): void {
+  const id = inflightId(held);
+  rt.known.set(id, { kind: "outcome", record: held, update, block });
+  rt.alert({
+    code: "record_failed",
+    message: `${held.tool} call ${held.key} ${update.state === "completed" ? "completed but its result" : `ran, but its outcome (${update.state})`} could not be recorded: ${messageOf(err)}. ` +
+      `The agent got the true answer; effectgate keeps writing it, and a replay here is answered from memory meanwhile`,
+    tenant: held.tenant, key: held.key, tool: held.tool, cause: err,
+  });
+  const retrying = (async () => {
+    for (let n = 0, pause = RETRY_FIRST_MS; n < RETRIES && rt.known.get(id)?.kind === "outcome"; n++, pause = Math.min(pause * 2, RETRY_MAX_MS)) {
+      await new Promise((resolve) => setTimeout(resolve, pause).unref());
+      if (rt.known.get(id)?.kind !== "outcome") return;
+      try {
+        // Keep the lease meanwhile, so no other worker takes a call whose outcome is known here.
+        if (update.owner === null || update.owner === undefined) await rt.calls.renewLease(held.tenant, held.key, held.version, rt.owner, rt.leaseMs).catch(() => false);
+        const done = await writeOnce(rt, held, update);
+        rt.known.delete(id);
+        if (done.kind === "lost") {
+          rt.alert({
+            code: "record_lost_race",
+            message: `${held.tool} call ${held.key}: another worker took it over before its outcome (${update.state}) could be recorded; check what that worker recorded`,
+            tenant: held.tenant, key: held.key, tool: held.tool,
+          });
+        }
+        return;
+      } catch {
+        // Still failing: try again after a longer pause.
+      }
+    }
+  })();
+  rt.background.add(retrying);
+  void retrying.finally(() => rt.background.delete(retrying));
+}
+
+/** A replay of a call whose outcome is kept here: write it now if the store takes it, and answer with it either way. */
+export async function flushKept(rt: Runtime, tenant: string, key: string): Promise<ToolResultBlock | undefined> {
+  const id = inflightId({ tenant, key });
+  const known = rt.known.get(id);
+  if (known?.kind !== "outcome") return undefined;
+  try {
+    await writeOnce(rt, known.record, known.update);
+    // Written, or another worker moved the record meanwhile: the ledger answers the next replay.
+    rt.known.delete(id);
+  } catch {
+    // The background writer keeps trying.
+  }
+  return known.block;
+}
