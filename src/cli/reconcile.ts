@@ -184,6 +184,8 @@ function describeItem(item: QueueDetail, file: string, now: number): string {
     lines.push(f.downstream.length === 0 ? "  (none)" : f.downstream.map((d) => `  ${d.ref}  key ${d.key}${d.at === undefined ? "" : `  at ${iso(d.at)}`}${d.fields === undefined ? "" : `  ${JSON.stringify(d.fields)}`}`).join("\n"));
   } else {
     lines.push(`Call ${item.key} in tenant ${item.tenant ?? "?"}  (${file})`, "");
+    // A call off the queue says why (its state, and the saga it was settled with).
+    if (item.kind === "call") lines.push(hanging("", item.summary, 0, 100));
   }
   const call: CallRecord | null = item.call;
   if (call) {

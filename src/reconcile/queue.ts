@@ -6,6 +6,9 @@
  *   the same call attached;
  * - open reconciliation findings about anything else (orphans, duplicates, mismatches…).
  *
+ * A call that is a step of a saga a person already resolved (`effectgate saga resolve`) is settled
+ * with that saga and leaves the queue.
+ *
  * A needs_human call is resolved by recording what actually happened, as the state table
  * allows (needs_human → completed | failed): the agent's next replay of the call gets that
  * answer. A finding is resolved with a note. Resolving a call also closes its open
@@ -72,14 +75,42 @@ function findingItem(finding: Finding, call: CallRecord | null): QueueItem {
 /** JSON, not a NUL join: a key may contain NUL. */
 const callId = (tenant: string | null, key: string) => JSON.stringify([tenant, key]);
 
-/** Everything that needs a person, oldest first. */
+/** The saga step a key names (saga/keys.ts: `saga:<id>:<step>`, or that + `:compensate`), if any. */
+function sagaStepOf(key: string): { sagaId: string; step: string } | undefined {
+  const match = /^saga:([^:]*):([^:]*)(?::compensate)?$/.exec(key);
+  if (!match) return undefined;
+  try {
+    return { sagaId: decodeURIComponent(match[1]!), step: decodeURIComponent(match[2]!) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The resolution of the saga this call is a step (or a step's compensation) of, when a person
+ * already settled that saga (`effectgate saga resolve`): its calls no longer wait for anyone.
+ */
+async function settledWithSaga(ledger: Stores, record: CallRecord): Promise<string | undefined> {
+  const named = sagaStepOf(record.key);
+  if (!named || !ledger.sagas) return undefined;
+  const saga = await ledger.sagas.get(record.tenant, named.sagaId);
+  if (saga?.state !== "resolved") return undefined;
+  // Only a key that really is one of its steps' (a key function could produce any text).
+  const step = await ledger.sagas.getStep(record.tenant, named.sagaId, named.step);
+  if (!step || (step.key !== record.key && `${step.key}:compensate` !== record.key)) return undefined;
+  return `saga ${saga.id} was resolved (${saga.resolution ?? "by a person"})`;
+}
+
+/** Everything that needs a person, oldest first. The calls of a saga a person resolved are settled with it. */
 export async function listQueue(ledger: Stores, query: QueueQuery = {}): Promise<QueueItem[]> {
   const limit = query.limit ?? 100;
   const scope = query.tenant === undefined ? {} : { tenant: query.tenant };
-  const calls = [
+  const waiting = [
     ...(await ledger.calls.list({ ...scope, state: "needs_human", limit })),
     ...(await ledger.calls.list({ ...scope, state: "compensation_failed", limit })),
   ];
+  const calls: CallRecord[] = [];
+  for (const c of waiting) if ((await settledWithSaga(ledger, c)) === undefined) calls.push(c);
   const findings = ledger.reconcile ? await ledger.reconcile.listFindings({ ...scope, status: "open", limit }) : [];
   const related = new Map<string, Finding[]>();
   const byCall = new Set(calls.map((c) => callId(c.tenant, c.key)));
@@ -123,11 +154,13 @@ export async function showQueueItem(ledger: Stores, id: string, options: { reado
   const call = located.record;
   const open = store ? await store.listFindings({ tenant: call.tenant, key: call.key, status: "open", limit: 1000 }) : [];
   const confirmations = store ? await store.listConfirmations({ tool: call.tool, tenant: call.tenant, key: call.key }) : [];
-  const item: Omit<QueueDetail, "confirmations"> = call.state === "needs_human" || call.state === "compensation_failed"
+  const settled = await settledWithSaga(ledger, call);
+  const item: Omit<QueueDetail, "confirmations"> = (call.state === "needs_human" || call.state === "compensation_failed") && settled === undefined
     ? callItem(call, open)
     : {
         id: call.key, kind: "call", tenant: call.tenant, tool: call.tool, key: call.key, since: call.updatedAt,
-        summary: `the call is ${call.state}; it is not waiting for a person`, resolveWith: "nothing to resolve", call, finding: null, related: open,
+        summary: `the call is ${call.state}; it is not waiting for a person${settled === undefined ? "" : `: ${settled}`}`,
+        resolveWith: "nothing to resolve", call, finding: null, related: open,
       };
   return { found: true, item: { ...item, confirmations } };
 }

@@ -113,6 +113,27 @@ describe("effectgate saga", () => {
     expect((await runCli(["saga", "resolve", "order-1", "--db", db, "--note", "again", "--kept"])).code).toBe(1);
   });
 
+  it("resolve --kept takes the saga's calls off the human queue: queue ls no longer lists them, queue show says why", async () => {
+    const gate = gateOn(db);
+    shop.fail("shipments", { kind: 422, times: 1 });
+    shop.fail("payments/refund", { kind: 422, times: 1 });
+    await placeOrder(gate, shopTools(shop.url), "order-3", { tenant: "acme", task: "checkout-3" }, request);
+    shop.clearFaults();
+    await gate.close();
+    const queued = JSON.parse((await runCli(["queue", "ls", "--db", db, "--json"])).stdout) as { id: string; kind: string }[];
+    expect(queued).toContainEqual(expect.objectContaining({ id: "saga:order-3:charge", kind: "compensation_failed" }));
+
+    const kept = await runCli(["saga", "resolve", "order-3", "--db", db, "--kept", "--by", "ops-ann", "--note", "the customer keeps the charge as store credit"]);
+    expect(kept.code, kept.stderr).toBe(0);
+    const after = JSON.parse((await runCli(["queue", "ls", "--db", db, "--json"])).stdout) as { id: string }[];
+    expect(after.map((i) => i.id).filter((id) => id.startsWith("saga:order-3:"))).toEqual([]);
+    const shown = await runCli(["queue", "show", "saga:order-3:charge", "--db", db]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout.replace(/\s+/g, " ")).toMatch(/not waiting for a person: saga order-3 was resolved \(kept as it is by ops-ann: the customer keeps the charge as store credit\)/);
+    // The call's record still says what happened to it: its undo failed, and it was kept.
+    expect(JSON.parse((await runCli(["ledger", "show", "saga:order-3:charge", "--db", db, "--json"])).stdout)).toMatchObject({ state: "compensation_failed" });
+  });
+
   it("compensate marks a completed saga for rollback; the next gate.recover() with the tools carries it out", async () => {
     const before = shop.snapshot();
     const marked = await runCli(["saga", "compensate", "order-2", "--db", db, "--note", "customer returned it"]);
@@ -131,7 +152,8 @@ describe("effectgate saga", () => {
     const after = shop.snapshot();
     expect(after.openOrders).toEqual(before.openOrders.filter((o) => o !== "O-2"));
     expect(after.activeShipments).toEqual([]);
-    expect(after.balance).toEqual({ cus_1: 40 }); // order-1's charge was refunded by hand, outside the shop
+    // order-1's charge was refunded by hand, outside the shop; order-3's was kept.
+    expect(after.balance).toEqual({ cus_1: 80 });
     expect(after.mails).toEqual(before.mails); // the approved e-mail stays
     const json = JSON.parse((await runCli(["saga", "show", "order-2", "--db", db, "--json"])).stdout);
     expect(json.saga.state).toBe("compensated");

@@ -153,6 +153,54 @@ describe("sagas: forward steps", () => {
   });
 });
 
+describe("sagas: a step whose call is still running downstream", () => {
+  it("times out, its probe says running: the step stays pending, step() rejects EG_IN_PROGRESS, nothing is undone; asked again once it landed, it completes once", async () => {
+    const w = world();
+    const ledger = memoryLedger();
+    // The shipment is booked slowly: the request is accepted at once, applied when `land` is called.
+    let land!: () => void;
+    const landed = new Promise<void>((resolve) => (land = resolve));
+    const booking: { key?: string } = {};
+    const t = tools(w);
+    const ship = defineTool({
+      name: "ship", effect: "write", input: z.object({ n: z.number() }), timeoutMs: 20, settleMs: 60_000,
+      execute: (input, ctx) => {
+        booking.key = ctx.idempotencyKey;
+        // The downstream keeps working whatever the client does with its signal.
+        void landed.then(() => w.apply("ship", ctx.idempotencyKey, input.n));
+        return new Promise(() => undefined);
+      },
+      probe: async (_i, ctx) => {
+        const found = w.applied.get(ctx.idempotencyKey);
+        if (found) return { status: "done", result: { op: found.op, key: ctx.idempotencyKey, arg: found.arg } };
+        return booking.key === ctx.idempotencyKey ? { status: "running" } : { status: "absent" };
+      },
+      compensate: async (input, _r, ctx) => w.apply("unship", ctx.idempotencyKey, input.n),
+    });
+    const gate = createGate({ tools: [...Object.values(t).filter((x) => x.name !== "ship"), ship], ledger, onAlert: () => undefined, probe: { attempts: 1, initialDelayMs: 1 }, waitMs: 50 });
+    const saga = gate.saga("o-run", scope);
+    await saga.step("reserve", t.reserve, { n: 1 });
+    await saga.step("charge", t.charge, { n: 40 }, { compensate: { tool: t.refund, input: (r) => ({ charge: (r as { key: string }).key }) } });
+
+    await expect(saga.step("ship", ship, { n: 2 })).rejects.toThrow(/^EG_IN_PROGRESS: /);
+    const paused = await saga.status();
+    expect(paused?.state).toBe("running");
+    expect(paused?.steps.map((s) => [s.name, s.state])).toEqual([["reserve", "completed"], ["charge", "completed"], ["ship", "pending"]]);
+    expect(w.log).toEqual(["reserve", "charge"]);
+    // Asking again while it is still being booked: the same answer, nothing re-sent, nothing undone.
+    await expect(saga.step("ship", ship, { n: 2 })).rejects.toThrow(/^EG_IN_PROGRESS: /);
+    expect(gate.stats.executed).toBe(3);
+
+    land();
+    await landed;
+    const shipped = await saga.step("ship", ship, { n: 2 });
+    expect(shipped).toMatchObject({ op: "ship", arg: 2 });
+    expect((await saga.finish()).state).toBe("completed");
+    expect(w.log).toEqual(["reserve", "charge", "ship"]);
+    await gate.close();
+  });
+});
+
 describe("sagas: failure and compensation", () => {
   it("a failing step compensates the completed steps in reverse order, each once, and rejects with the saga's end", async () => {
     const w = world();
