@@ -12,7 +12,6 @@
  *   the settle horizon (the send + the tool's `settleMs`) and the first run has settled here (once).
  * - The tool starts only while this gate holds the lease; a lost lease aborts `ctx.signal`.
  */
-import { performance } from "node:perf_hooks";
 import { EffectgateError, errorMessage, messageOf } from "../core/errors.js";
 import type { ToolContext } from "../core/tool.js";
 import { toJson, type Json } from "../core/json.js";
@@ -20,14 +19,15 @@ import type { CallRecord, RecordUpdate } from "../contracts/calls.js";
 import { errorResult, renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import { keepLease, type LeaseKeeper } from "./lease.js";
 import { classifyError, ToolTimeout } from "../core/outcome.js";
-import { backoffMs, sleep } from "../core/policies.js";
+import { backoffMs } from "../core/policies.js";
+import { sleepOn, sleepUnless, type TimeSource } from "../core/time.js";
 import { probeUntilKnown, type LateRun } from "./probe-loop.js";
 import { record as write } from "./record.js";
 import { inProgressResult, needsHumanResult, type Call, type Runtime } from "./runtime.js";
 
 /**
  * The caller holds the key's single flight (runtime.ts), so nothing else in this gate touches the
- * record meanwhile. `confirmedAt`: performance.now() just before the write that made this gate the
+ * record meanwhile. `confirmedAt`: rt.time.monotonic() just before the write that made this gate the
  * holder was sent. Never throws once the tool may have started.
  */
 export async function executeHeld(rt: Runtime, call: Call, held: CallRecord, confirmedAt: number): Promise<ToolResultBlock> {
@@ -73,7 +73,7 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
     if (!lease.held()) return lostLease(rt, call, run.record, lease);
     rt.stats.executed++;
     run.started = true;
-    const outcome = await runWithTimeout(call, run.record, policy.timeoutMs, lease.lost);
+    const outcome = await runWithTimeout(rt.time, call, run.record, policy.timeoutMs, lease.lost);
     if (outcome.status === "ok") {
       await rt.faults?.("after_execute", where);
       return recordSuccess(rt, call, run.record, toJson(outcome.value));
@@ -85,7 +85,7 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
     const harmlessToResend = kind === "not_sent" || call.tool.downstreamIdempotent === true;
     if (harmlessToResend && call.tool.effect !== "destructive" && retries + 1 < policy.retry.attempts && lease.held()) {
       if (outcome.status === "timeout") outcome.controller.abort(new ToolTimeout(why));
-      await sleep(backoffMs(policy.retry, retries++, rt.random));
+      await sleepOn(rt.time, backoffMs(policy.retry, retries++, rt.random));
       const again = await rerun(rt, run, lease, `retrying with the same key after: ${why}`);
       if (again !== "rerun") return again;
       continue;
@@ -105,8 +105,8 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
         void late.settled.then(() => rt.abandoned.delete(outcome.controller));
       }
     }
-    const unknownSince = performance.now();
-    const uncertainSentAt = performance.now();
+    const unknownSince = rt.time.monotonic();
+    const uncertainSentAt = rt.time.monotonic();
     const uncertain = await write(rt, run.record, { state: "uncertain", error: `outcome unknown: ${why}`, leaseMs: rt.leaseMs, sendEnded: true });
     if (uncertain.kind === "lost") return lostRace(rt, call, run.record);
     // A failed write leaves the record in_progress under this gate's lease: it stays ours either way.
@@ -115,10 +115,10 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
       lease.track(run.record, uncertainSentAt);
     }
     const horizon = call.tool.downstreamIdempotent === true ? -Infinity : call.tool.settleMs === undefined ? "never" as const : unknownSince + call.tool.settleMs;
-    const verdict = await probeUntilKnown(call, run.record, { policy: policy.probe, late, absentFrom: horizon, waitForHorizon: true, signal: lease.lost });
+    const verdict = await probeUntilKnown(call, run.record, { policy: policy.probe, time: rt.time, late, absentFrom: horizon, waitForHorizon: true, signal: lease.lost });
     if (verdict.kind === "done") return recordSuccess(rt, call, run.record, toJson(verdict.result));
     // A run that ignored the abort may still be sending: give it a moment to settle before any re-send.
-    if (verdict.kind === "absent" && late && late.done !== true) await Promise.race([late.settled, sleep(policy.probe.maxDelayMs)]);
+    if (verdict.kind === "absent" && late && late.done !== true) await sleepUnless(rt.time, policy.probe.maxDelayMs, late.settled);
     if (verdict.kind === "absent" && late?.value) return recordSuccess(rt, call, run.record, toJson(late.value.result));
     if (verdict.kind === "absent" && !reranAfterProbe && (late === undefined || late.done === true) && lease.held()) {
       // Past the horizon, the first request can no longer land, and here its run has settled: one re-send, same key.
@@ -143,7 +143,7 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
 }
 
 export async function runWithTimeout(
-  call: Call, record: Pick<CallRecord, "key" | "attempts" | "fence">, timeoutMs: number, lost?: AbortSignal,
+  time: TimeSource, call: Call, record: Pick<CallRecord, "key" | "attempts" | "fence">, timeoutMs: number, lost?: AbortSignal,
 ): Promise<RunOutcome> {
   const controller = new AbortController();
   const onLost = () => controller.abort(lost?.reason);
@@ -157,8 +157,8 @@ export async function runWithTimeout(
     late.done = true;
     lost?.removeEventListener("abort", onLost);
   });
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
+  let timer: { cancel(): void } | undefined;
+  const timedOut = new Promise<"timeout">((resolve) => (timer = time.timeout(timeoutMs, () => resolve("timeout"))));
   try {
     const first = await Promise.race([
       run.then((value) => ({ status: "ok", value }) as const, (error: unknown) => ({ status: "error", error }) as const),
@@ -167,13 +167,13 @@ export async function runWithTimeout(
     if (first !== "timeout") return first;
     return { status: "timeout", late: Object.assign(late, { settled }), controller };
   } finally {
-    clearTimeout(timer);
+    timer?.cancel();
   }
 }
 
 /** Counts a new start of the tool durably, before it starts, with the same key. */
 async function rerun(rt: Runtime, run: RunState, lease: LeaseKeeper, note: string): Promise<"rerun" | ToolResultBlock> {
-  const sentAt = performance.now();
+  const sentAt = rt.time.monotonic();
   const again = await write(rt, run.record, { state: "in_progress", owner: rt.owner, leaseMs: rt.leaseMs, countAttempt: true, error: note }, { keep: false });
   if (again.kind === "written") {
     run.record = again.record;

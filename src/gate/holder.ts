@@ -3,7 +3,7 @@
  * another worker waits for it, and takes the call over only once the holder is gone.
  */
 import { isHeld } from "../core/states.js";
-import { sleep } from "../core/policies.js";
+import { sleepOn } from "../core/time.js";
 import type { CallRecord } from "../contracts/calls.js";
 import { leaseRanOut } from "../contracts/call-rules.js";
 import { isHolderDead } from "./owner.js";
@@ -29,14 +29,14 @@ export type Waited =
   /** The record is not there (never claimed, or removed). */
   | { readonly kind: "gone" };
 
-/** Waits, polling with backoff until `deadline` (Date.now() ms), while a live holder has the call. */
+/** Waits, polling with backoff until `deadline` (rt.time.monotonic() ms), while a live holder has the call. */
 export async function waitForHolder(rt: Runtime, first: CallRecord, deadline: number): Promise<Waited> {
   let record = first;
   for (let pause = 2; ; pause = Math.min(pause * 2, 250)) {
     if (!isHeld(record.state)) return { kind: "free", record };
     if (isStaleHolder(rt, record, await rt.calls.now())) return { kind: "stale", record };
-    if (Date.now() >= deadline) return { kind: "live", record };
-    await sleep(pause);
+    if (rt.time.monotonic() >= deadline) return { kind: "live", record };
+    await sleepOn(rt.time, pause);
     const again = await rt.calls.get(record.tenant, record.key);
     if (!again) return { kind: "gone" };
     record = again;

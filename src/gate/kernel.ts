@@ -9,6 +9,7 @@ import type { ToolResultBlock, ToolUseBlock } from "../core/blocks.js";
 import { EffectgateError } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
 import type { AnyTool } from "../core/tool.js";
+import { realTime, type TimeSource } from "../core/time.js";
 import type { CallRecord, CallStore } from "../contracts/calls.js";
 import type { Alert, GateStats } from "./alerts.js";
 import type { FaultHook } from "./faults.js";
@@ -35,6 +36,8 @@ export interface KernelOptions {
   readonly leaseMs: number;
   readonly waitMs: number;
   readonly faults?: FaultHook;
+  /** Every clock reading and wait of the gate (default real time). */
+  readonly time?: TimeSource;
   readonly random: () => number;
   readonly policyFor: (tool: AnyTool) => ToolPolicy;
   /** Counts the alert in `stats` first, then hands it on. */
@@ -48,6 +51,7 @@ export interface Kernel {
   readonly owner: string;
   readonly leaseMs: number;
   readonly waitMs: number;
+  readonly time: TimeSource;
   readonly stats: Readonly<GateStats>;
   /** Runs one tool_use through the whole pipeline (pipeline.ts); never throws for a bad block or a failing tool. */
   runCall(block: ToolUseBlock, scope: Scope, override?: CallOverride): Promise<ToolResultBlock>;
@@ -84,6 +88,7 @@ export function createKernel(options: KernelOptions): Kernel {
     abandoned: new Set(),
     background: new Set(),
     known: new Map(),
+    time: options.time ?? realTime,
     random: options.random,
     policyFor: options.policyFor,
     alert: options.alert,
@@ -94,11 +99,12 @@ export function createKernel(options: KernelOptions): Kernel {
     owner: rt.owner,
     leaseMs: rt.leaseMs,
     waitMs: rt.waitMs,
+    time: rt.time,
     stats: rt.stats,
     runCall: (block, scope, override) => runCall(rt, block, scope, override),
     singleFlight: (tenant, key, work) => singleFlight(rt, tenant, key, work),
     isBusy: (tenant, key) => rt.inflight.has(inflightId({ tenant, key })),
-    waitForHolder: (record) => waitForHolder(rt, record, Date.now() + rt.waitMs),
+    waitForHolder: (record) => waitForHolder(rt, record, rt.time.monotonic() + rt.waitMs),
     resolveStale: (call, record, resolveOptions) => resolveStale(rt, call, record, resolveOptions),
     recover: (recoverOptions) => recover(rt, recoverOptions),
     async drain() {

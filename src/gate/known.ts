@@ -6,7 +6,6 @@
  * own call as if a stranger's; once the process is gone, other workers settle the call by its lease
  * and probe, as for any crash.
  */
-import { performance } from "node:perf_hooks";
 import type { CallRecord } from "../contracts/calls.js";
 import { inflightId, type Runtime } from "./runtime.js";
 
@@ -25,7 +24,7 @@ export async function ownUnansweredClaim(rt: Runtime, tenant: string, key: strin
   const record = await rt.calls.get(tenant, key);
   rt.known.delete(id);
   if (!record || !isOwnUnstartedClaim(record, rt.owner)) return undefined;
-  const confirmedAt = performance.now();
+  const confirmedAt = rt.time.monotonic();
   const taken = await rt.calls.takeOver({ tenant, key, version: record.version, owner: rt.owner, leaseMs: rt.leaseMs, holderIsDead: true });
   return taken && { record: taken, confirmedAt };
 }

@@ -9,7 +9,6 @@
  * GC or VM pause), the tool's `ctx.signal` is aborted with a LeaseLost, and the gate starts no new
  * run of the tool. What the tool already sent is the downstream's to fence (ctx.fence).
  */
-import { performance } from "node:perf_hooks";
 import { LeaseLost } from "../core/outcome.js";
 import type { CallRecord } from "../contracts/calls.js";
 import type { Runtime } from "./runtime.js";
@@ -17,7 +16,7 @@ import type { Runtime } from "./runtime.js";
 export interface LeaseKeeper {
   /**
    * Follow the record after each compare-and-set write (the renewal names its version);
-   * `sentAt` (performance.now() before the write was sent) when the write also set a new lease.
+   * `sentAt` (rt.time.monotonic() before the write was sent) when the write also set a new lease.
    */
   track(record: CallRecord, sentAt?: number): void;
   /** Whether this gate still holds the call (checked before each run of the tool). */
@@ -27,7 +26,7 @@ export interface LeaseKeeper {
   stop(): void;
 }
 
-/** `confirmedAt`: performance.now() taken just before the claim or take-over that made this gate the holder was sent. */
+/** `confirmedAt`: rt.time.monotonic() taken just before the claim or take-over that made this gate the holder was sent. */
 export function keepLease(rt: Runtime, held: CallRecord, confirmedAt: number): LeaseKeeper {
   let current = held;
   let validUntil = confirmedAt + rt.leaseMs;
@@ -36,14 +35,14 @@ export function keepLease(rt: Runtime, held: CallRecord, confirmedAt: number): L
     if (!controller.signal.aborted) controller.abort(new LeaseLost(why));
   };
   const check = () => {
-    if (performance.now() >= validUntil) lose(`the lease on ${current.tool} call ${current.key} ran out before it could be renewed`);
+    if (rt.time.monotonic() >= validUntil) lose(`the lease on ${current.tool} call ${current.key} ran out before it could be renewed`);
     return !controller.signal.aborted;
   };
   let renewing = false;
-  const timer = setInterval(() => {
+  const timer = rt.time.interval(Math.max(10, Math.floor(rt.leaseMs / 3)), () => {
     if (!check() || renewing) return;
     renewing = true;
-    const sentAt = performance.now();
+    const sentAt = rt.time.monotonic();
     rt.calls.renewLease(current.tenant, current.key, current.version, rt.owner, rt.leaseMs).then(
       (ours) => {
         renewing = false;
@@ -56,8 +55,7 @@ export function keepLease(rt: Runtime, held: CallRecord, confirmedAt: number): L
         check();
       },
     );
-  }, Math.max(10, Math.floor(rt.leaseMs / 3)));
-  timer.unref();
+  });
   return {
     track(record, sentAt) {
       current = record;
@@ -67,7 +65,7 @@ export function keepLease(rt: Runtime, held: CallRecord, confirmedAt: number): L
     held: check,
     lost: controller.signal,
     stop() {
-      clearInterval(timer);
+      timer.cancel();
     },
   };
 }

@@ -8,7 +8,6 @@
  *   5. claim the key durably (in_progress), then execute with a timeout (execute.ts)
  *   6. record the outcome durably (execute.ts)
  */
-import { performance } from "node:perf_hooks";
 import { EffectgateError, messageOf } from "../core/errors.js";
 import { deriveKey, fingerprint, type Scope } from "../core/keys.js";
 import { validate } from "../core/standard-schema.js";
@@ -18,7 +17,8 @@ import { isSettled } from "../core/states.js";
 import type { CallRecord } from "../contracts/calls.js";
 import { errorResult, renderResult, resultBlock, type ToolResultBlock, type ToolUseBlock } from "../core/blocks.js";
 import { classifyError, ToolTimeout } from "../core/outcome.js";
-import { backoffMs, sleep } from "../core/policies.js";
+import { backoffMs } from "../core/policies.js";
+import { sleepOn } from "../core/time.js";
 import { executeHeld, runWithTimeout } from "./execute.js";
 import { waitForHolder } from "./holder.js";
 import { resolveStale } from "./resolve.js";
@@ -69,7 +69,7 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
         });
         if (!admitted.ok) return resultBlock(block.id, admitted.message, true);
       }
-      const confirmedAt = performance.now();
+      const confirmedAt = rt.time.monotonic();
       let claim;
       try {
         claim = await rt.calls.claim({
@@ -94,7 +94,7 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
 /** The ledger already knows this key: replay, wait for its holder, or resolve it. Never a second blind run. */
 async function answerExisting(rt: Runtime, call: Call, print: string, first: CallRecord): Promise<ToolResultBlock> {
   let record = first;
-  const deadline = Date.now() + rt.waitMs;
+  const deadline = rt.time.monotonic() + rt.waitMs;
   for (;;) {
     if (record.fingerprint !== print || record.tool !== call.tool.name) {
       return errorResult(call.toolUseId, "EG_KEY_MISMATCH",
@@ -138,7 +138,7 @@ async function runRead(rt: Runtime, call: Call): Promise<ToolResultBlock> {
   const policy = rt.policyFor(call.tool);
   for (let attempt = 1; ; attempt++) {
     rt.stats.executed++;
-    const outcome = await runWithTimeout(call, { key: call.toolUseId, attempts: attempt, fence: 0 }, policy.timeoutMs);
+    const outcome = await runWithTimeout(rt.time, call, { key: call.toolUseId, attempts: attempt, fence: 0 }, policy.timeoutMs);
     if (outcome.status === "ok") return resultBlock(call.toolUseId, renderResult(toJson(outcome.value)), false);
     const why = outcome.status === "timeout" ? `no reply within ${policy.timeoutMs} ms` : messageOf(outcome.error);
     if (outcome.status === "timeout") outcome.controller.abort(new ToolTimeout(why));
@@ -147,6 +147,6 @@ async function runRead(rt: Runtime, call: Call): Promise<ToolResultBlock> {
       const tries = attempt > 1 ? ` (after ${attempt} tries)` : "";
       return errorResult(call.toolUseId, "EG_TOOL_FAILED", `${call.tool.name} failed${tries}: ${why}`);
     }
-    await sleep(backoffMs(policy.retry, attempt - 1, rt.random));
+    await sleepOn(rt.time, backoffMs(policy.retry, attempt - 1, rt.random));
   }
 }

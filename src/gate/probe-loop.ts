@@ -8,11 +8,11 @@
  * it); only an "absent" at or after it is an answer that lets the call run again. A tool without
  * a horizon (and whose downstream does not honour keys) never gets that answer.
  */
-import { performance } from "node:perf_hooks";
 import { messageOf } from "../core/errors.js";
 import type { ToolContext } from "../core/tool.js";
 import type { CallRecord } from "../contracts/calls.js";
 import { probeDelayMs, type ProbePolicy } from "../core/policies.js";
+import { sleepUnless, type TimeSource } from "../core/time.js";
 import type { Call } from "./runtime.js";
 
 /** The original run of a timed-out call, which may still answer. */
@@ -38,9 +38,11 @@ export type ProbeVerdict =
 
 export interface ProbeOptions {
   readonly policy: ProbePolicy;
+  /** The clock the horizon is on, and the pauses between rounds wait on. */
+  readonly time: TimeSource;
   readonly late?: LateRun | undefined;
   /**
-   * From when (performance.now() ms) "absent" is an answer: -Infinity for a downstream that
+   * From when (`time.monotonic()` ms) "absent" is an answer: -Infinity for a downstream that
    * honours the key, the send + settleMs, or "never" for a tool with no horizon.
    */
   readonly absentFrom: number | "never";
@@ -68,12 +70,12 @@ export async function probeUntilKnown(call: Call, held: CallRecord, options: Pro
       const answer = await call.tool.probe!(call.hasInput ? call.input : held.input, ctx);
       if (answer.status === "done") return { kind: "done", result: answer.result, from: "probe" };
       if (answer.status === "absent") {
-        if (absentFrom !== "never" && performance.now() >= absentFrom) return { kind: "absent" };
+        if (absentFrom !== "never" && options.time.monotonic() >= absentFrom) return { kind: "absent" };
         last = { kind: "not_yet", reason: tooSoon };
         if (absentFrom !== "never" && !options.waitForHorizon) break;
         if (absentFrom !== "never" && round + 1 >= policy.attempts) {
           // The budget is spent but the horizon is in sight: wait for it, then ask once more.
-          await pause(Math.max(0, absentFrom - performance.now()), late);
+          await pause(options.time, Math.max(0, absentFrom - options.time.monotonic()), late);
           round = policy.attempts - 2;
           continue;
         }
@@ -85,7 +87,7 @@ export async function probeUntilKnown(call: Call, held: CallRecord, options: Pro
     } catch (err) {
       last = { kind: "unknown", reason: `probe failed: ${messageOf(err)}` };
     }
-    if (round + 1 < policy.attempts) await pause(probeDelayMs(policy, round), late);
+    if (round + 1 < policy.attempts) await pause(options.time, probeDelayMs(policy, round), late);
   }
   if (late?.value) return { kind: "done", result: late.value.result, from: "late_reply" };
   if (hasProbe && last.kind !== "not_yet") return { ...last, reason: `${last.reason} (asked ${policy.attempts} time${policy.attempts === 1 ? "" : "s"})` };
@@ -93,9 +95,6 @@ export async function probeUntilKnown(call: Call, held: CallRecord, options: Pro
 }
 
 /** Waits `ms`, or less if the late run settles first (a run that already settled shortens nothing). */
-async function pause(ms: number, late?: LateRun): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const slept = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  await (late && late.done !== true ? Promise.race([slept, late.settled]) : slept);
-  clearTimeout(timer);
+function pause(time: TimeSource, ms: number, late?: LateRun): Promise<void> {
+  return sleepUnless(time, ms, late && late.done !== true ? late.settled : undefined);
 }

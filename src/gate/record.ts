@@ -10,6 +10,7 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import { messageOf } from "../core/errors.js";
+import { sleepOn } from "../core/time.js";
 import type { ToolResultBlock } from "../core/blocks.js";
 import type { CallRecord, RecordUpdate } from "../contracts/calls.js";
 import { inflightId, type Runtime } from "./runtime.js";
@@ -70,7 +71,7 @@ function keep(rt: Runtime, held: CallRecord, update: RecordUpdate, block: ToolRe
   });
   const retrying = (async () => {
     for (let n = 0, pause = RETRY_FIRST_MS; n < RETRIES && rt.known.get(id)?.kind === "outcome"; n++, pause = Math.min(pause * 2, RETRY_MAX_MS)) {
-      await new Promise((resolve) => setTimeout(resolve, pause).unref());
+      await sleepOn(rt.time, pause, { background: true });
       if (rt.known.get(id)?.kind !== "outcome") return;
       try {
         // Keep the lease meanwhile, so no other worker takes a call whose outcome is known here.

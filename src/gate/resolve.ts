@@ -12,7 +12,6 @@
 import { renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import { toJson } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
-import { performance } from "node:perf_hooks";
 import { leaseRanOut } from "../contracts/call-rules.js";
 import { executeHeld, sendToHuman } from "./execute.js";
 import { probeUntilKnown } from "./probe-loop.js";
@@ -50,7 +49,7 @@ export interface ResolveOptions {
 
 export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, options: ResolveOptions): Promise<Resolved> {
   const storeNow = await rt.calls.now();
-  const confirmedAt = performance.now();
+  const confirmedAt = rt.time.monotonic();
   const held = await rt.calls.takeOver({
     tenant: record.tenant, key: record.key, version: record.version, owner: rt.owner, leaseMs: rt.leaseMs,
     holderIsDead: !leaseRanOut(record, storeNow),
@@ -68,7 +67,7 @@ export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, 
   const absentFrom = call.tool.downstreamIdempotent === true ? -Infinity
     : call.tool.settleMs === undefined ? "never" as const : confirmedAt + (horizon - storeNow);
   const verdict = await probeUntilKnown(call, held, {
-    policy: { ...rt.policyFor(call.tool).probe, attempts: options.probeRounds }, absentFrom, waitForHorizon: options.probeRounds > 1,
+    policy: { ...rt.policyFor(call.tool).probe, attempts: options.probeRounds }, time: rt.time, absentFrom, waitForHorizon: options.probeRounds > 1,
   });
   switch (verdict.kind) {
     case "done": {

@@ -5,6 +5,7 @@ import type { AnyTool } from "../core/tool.js";
 import type { CallRecord, CallStore, RecordUpdate } from "../contracts/calls.js";
 import { errorResult, renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import type { ProbePolicy, RetryPolicy } from "../core/policies.js";
+import type { TimeSource } from "../core/time.js";
 import type { Alert, GateStats } from "./alerts.js";
 import type { FaultHook } from "./faults.js";
 import type { Governor } from "./governor.js";
@@ -42,6 +43,8 @@ export interface Runtime {
    * this process is answered from it, never by running the tool again (see known.ts).
    */
   readonly known: Map<string, Known>;
+  /** Every clock reading and wait of the gate (real time unless a test passes a simulated one). */
+  readonly time: TimeSource;
   /** Jitter source for retry backoff (tests pass a seeded one). */
   readonly random: () => number;
   readonly policyFor: (tool: AnyTool) => ToolPolicy;

@@ -19,6 +19,7 @@ import { EffectgateError } from "../core/errors.js";
 import type { EffectClass } from "../core/effect-class.js";
 import type { Scope } from "../core/keys.js";
 import type { ProbePolicy, RetryPolicy } from "../core/policies.js";
+import type { TimeSource } from "../core/time.js";
 import type { AnyTool, Tool } from "../core/tool.js";
 import type { AgentCheckpoint, CheckpointStore } from "../contracts/checkpoints.js";
 import type { Stores } from "../contracts/stores.js";
@@ -73,8 +74,14 @@ export interface GateOptions {
   readonly policy?: Policy | string;
   /** Decides new approval requests in code (return undefined to leave one to a person, e.g. `effectgate approvals approve ID`). */
   readonly approver?: Approver;
-  /** The clock governance judges rate windows and approval expiry by (default Date.now); tests pass their own. */
+  /** The clock governance judges rate windows and approval expiry by (default `time.wall`, i.e. Date.now); tests pass their own. */
   readonly clock?: () => number;
+  /**
+   * Every clock reading and wait of the gate: leases, timeouts, probe pauses, settle horizons
+   * (default real time). For deterministic tests: the fault explorer (effectgate/testing) passes a
+   * simulated one. Give the ledger the same clock (`clock` of memoryLedger / sqliteLedger).
+   */
+  readonly time?: TimeSource;
   /**
    * Sagas (docs/sagas.md): decides whether a saga step that cannot be undone may run. Without it
    * such steps are refused (the step does not run and the saga compensates). A saga may override it.
@@ -148,10 +155,11 @@ export function createGate(options: GateOptions): Gate {
   const owner = newOwnerId();
   const governance = createGovernance({
     policy: options.policy, tools, store: ledger.governance, location: ledger.location, owner,
-    clock: options.clock ?? Date.now, approver: options.approver, alert,
+    clock: options.clock ?? wallClockOf(options.time), approver: options.approver, alert,
   });
   const kernel = createKernel({
     calls: ledger.calls, tools, governor: governance, owner, leaseMs, waitMs: options.waitMs ?? leaseMs, stats, alert,
+    ...(options.time ? { time: options.time } : {}),
     random: options.random ?? Math.random, policyFor: (tool) => policyFor(options, tool),
     ...(options.faults === undefined ? {} : { faults: options.faults }),
   });
@@ -212,4 +220,9 @@ function checkScope(scope: Scope): void {
         `a tenant or task must not contain control characters (U+0000–U+001F, U+007F), since they name the ledger's records and ` +
         `appear in logs and the CLI, and a ledger may not keep them as written. Nothing was executed.`);
   }
+}
+
+/** Governance's epoch clock: the gate's time source's wall clock when one is given. */
+function wallClockOf(time: TimeSource | undefined): () => number {
+  return time ? () => time.wall() : Date.now;
 }

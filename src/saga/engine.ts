@@ -425,10 +425,9 @@ export async function compensateSaga(ctx: SagaContext): Promise<SagaRecord> {
     if (tries > 20) return saga;
     saga = await mustGet(ctx);
   }
-  const heartbeat = setInterval(() => {
+  const heartbeat = rt.kernel.time.interval(Math.max(10, Math.floor(rt.kernel.leaseMs / 3)), () => {
     log.renewLease(ctx.tenant, ctx.id, rt.kernel.owner, rt.kernel.leaseMs).catch(() => undefined);
-  }, Math.max(10, Math.floor(rt.kernel.leaseMs / 3)));
-  heartbeat.unref();
+  });
   try {
     const steps = await log.steps(ctx.tenant, ctx.id);
     const forHuman: string[] = [];
@@ -451,7 +450,7 @@ export async function compensateSaga(ctx: SagaContext): Promise<SagaRecord> {
     }
     return await finishPass(ctx, "compensated", undefined);
   } finally {
-    clearInterval(heartbeat);
+    heartbeat.cancel();
   }
 }
 

@@ -12,6 +12,7 @@
  * What happens on failure, after a crash, and to non-compensable steps: docs/sagas.md and
  * the `Saga` interface (types.ts).
  */
+import type { TimerHandle } from "../core/time.js";
 import { EffectgateError } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
 import type { AnyTool, Tool } from "../core/tool.js";
@@ -31,21 +32,20 @@ export function createSaga(rt: SagaRuntime, id: string, scope: Scope, options: S
     approve: options.approveNonCompensable, onAbandon: options.onAbandon ?? "hold", compensationInputs: new Map(),
   };
 
-  let heartbeat: NodeJS.Timeout | undefined;
+  let heartbeat: TimerHandle | undefined;
   const keepAlive = (saga: SagaRecord) => {
     if (saga.state !== "running") return stopHeartbeat();
     if (heartbeat) return;
     // While this handle drives the saga, its lease stays ours even between steps (an agent thinking
     // for minutes), so another host's recovery never takes a live saga for abandoned. It stops when
     // the saga is no longer ours (stalled, rolled back by an operator), ends, or the gate closes.
-    heartbeat = setInterval(() => {
+    heartbeat = rt.kernel.time.interval(Math.max(10, Math.floor(rt.kernel.leaseMs / 3)), () => {
       log.renewLease(ctx.tenant, id, rt.kernel.owner, rt.kernel.leaseMs).then((ours) => ours || stopHeartbeat(), () => undefined);
-    }, Math.max(10, Math.floor(rt.kernel.leaseMs / 3)));
-    heartbeat.unref();
+    });
     heartbeats(rt).add(stopHeartbeat);
   };
   const stopHeartbeat = () => {
-    if (heartbeat) clearInterval(heartbeat);
+    heartbeat?.cancel();
     heartbeat = undefined;
     heartbeats(rt).delete(stopHeartbeat);
   };

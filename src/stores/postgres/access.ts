@@ -5,13 +5,13 @@
  * the contract's codes: damage is EG_LEDGER_CORRUPT naming the row, an unreachable database
  * EG_LEDGER_UNAVAILABLE naming the database (never its password), each with what happens next.
  */
-import pg, { type Pool, type PoolClient, type QueryResult } from "pg";
+import pg, { type Pool, type PoolClient, type QueryConfig, type QueryResult } from "pg";
 import { EffectgateError } from "../../core/errors.js";
 import { RowDamage } from "../row-damage.js";
 import { describeTarget, isConnectionError, isDamageError, isPoolTimeout, isStalePlan, isUnstorableText, reasonOf, targetOf, type Target } from "./errors.js";
 import { applyMigrations, readSchemaVersion, SCHEMA_VERSION, SchemaTooNew } from "./migrations.js";
 import { RAW_TYPES, type RawRow } from "./rows.js";
-import { type Statement } from "./statements.js";
+import { GIVEN_NOW_MS, GIVEN_NOW_SETTING, NOW_MS, type Statement } from "./statements.js";
 
 /** How to reach the database: a connection string (the ledger owns the pool) or your own pool (borrowed, never closed). */
 export type PostgresConnection =
@@ -39,6 +39,12 @@ export interface PostgresLedgerOptions {
    * statements (PgBouncer in transaction mode before 1.21).
    */
   readonly preparedStatements?: boolean;
+  /**
+   * Judge leases and timestamps by this clock, epoch ms, instead of the database's. For
+   * deterministic tests only (the fault explorer's simulated time): it costs a round trip per
+   * statement, and every process on the schema must share it.
+   */
+  readonly clock?: () => number;
 }
 
 export const DEFAULT_POSTGRES_SCHEMA = "effectgate";
@@ -73,6 +79,8 @@ export interface PostgresAccess {
   /** The schema, validated and quoted for SQL. */
   readonly schema: string;
   readonly durability: "fsync" | "process";
+  /** The SQL expression for the store's clock, epoch ms: the database's, or the `clock` option's. */
+  readonly now: string;
   /** "postgres://user@host:5432/db schema effectgate", for messages. */
   readonly location: string;
   /** Runs one operation: the schema ready, writes refused when read-only, errors mapped. */
@@ -175,9 +183,33 @@ export function openPostgres(connection: PostgresConnection, options: PostgresLe
 
   let prepared = options.preparedStatements !== false;
 
+  const given = options.clock;
+  /** With a `clock` option, each session is told the time before each statement. */
+  const tell = (client: { query(text: string, values: unknown[]): Promise<unknown> }) =>
+    given ? client.query(`SELECT set_config('${GIVEN_NOW_SETTING}', $1, false)`, [String(Math.floor(given()))]) : Promise.resolve();
+
+  async function withClient<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
+    const client = await pool.connect();
+    let broken: unknown;
+    try {
+      await tell(client);
+      return await fn(client);
+    } catch (err) {
+      broken = isConnectionError(err) ? err : undefined;
+      throw err;
+    } finally {
+      client.release(broken instanceof Error ? broken : undefined);
+    }
+  }
+
+  /** One statement: on any pooled connection, or, with a `clock`, on one told the time first. */
+  const send = (query: QueryConfig): Promise<QueryResult<RawRow>> =>
+    given ? withClient((client) => client.query<RawRow>(query)) : pool.query<RawRow>(query);
+
   return {
     schema: s,
     durability: options.durability ?? "fsync",
+    now: given ? GIVEN_NOW_MS : NOW_MS,
     location,
     async run(op, fn) {
       if (closed) throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${location} was closed (could not ${op.what}). ${op.next}`);
@@ -195,28 +227,17 @@ export function openPostgres(connection: PostgresConnection, options: PostgresLe
       const isNamed = prepared && typeof statement !== "string";
       const text = typeof statement === "string" ? statement : statement.text;
       try {
-        return await pool.query<RawRow>({ text, values: values as unknown[], types: RAW_TYPES, ...(isNamed ? { name: statement.name } : {}) });
+        return await send({ text, values: values as unknown[], types: RAW_TYPES, ...(isNamed ? { name: statement.name } : {}) });
       } catch (err) {
         // A column's type changed under a statement prepared on this connection (someone altered the table, or a
         // newer effectgate migrated it): the server refused it before running it, so it is safe to send again
         // unprepared, and this ledger stops preparing statements.
         if (!isNamed || !isStalePlan(err)) throw err;
         prepared = false;
-        return pool.query<RawRow>({ text, values: values as unknown[], types: RAW_TYPES });
+        return send({ text, values: values as unknown[], types: RAW_TYPES });
       }
     },
-    async withClient(fn) {
-      const client = await pool.connect();
-      let broken: unknown;
-      try {
-        return await fn(client);
-      } catch (err) {
-        broken = isConnectionError(err) ? err : undefined;
-        throw err;
-      } finally {
-        client.release(broken instanceof Error ? broken : undefined);
-      }
-    },
+    withClient,
     async close() {
       if (closed) return;
       closed = true;

@@ -16,7 +16,7 @@ import { callStatements, LIST_FILTERS, updateValues } from "../sql/call-statemen
 import { positional, type CompiledSql } from "../sql/dialect.js";
 import { MAY_BE_UNRECORDED, NOTHING_RAN, TRY_AGAIN, type Op, type PostgresAccess } from "./access.js";
 import { decodeCall, decodeMillis } from "./rows.js";
-import { named, NOW_MS, postgresDialect, type Statement } from "./statements.js";
+import { named, postgresDialect, type Statement } from "./statements.js";
 
 const OPS = {
   claim: { what: "claim a call", next: NOTHING_RAN, writes: true },
@@ -35,7 +35,7 @@ const OPS = {
 
 /** The shared statements for one schema and durability, each prepared under a name derived from its text. */
 function statementsFor(access: PostgresAccess) {
-  const sql = callStatements(postgresDialect(access.schema, access.durability));
+  const sql = callStatements(postgresDialect(access.schema, access.durability, access.now));
   const names = new Map<string, Statement>();
   const prepared = (compiled: CompiledSql): Statement => {
     let statement = names.get(compiled.text);
@@ -56,7 +56,7 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
   };
   const count = async (compiled: CompiledSql, values: Record<string, unknown>) =>
     (await access.query(prepared(compiled), positional(compiled, values))).rowCount;
-  const clock = named(`SELECT ${NOW_MS} AS now`);
+  const clock = named(`SELECT ${access.now} AS now`);
 
   return {
     location: access.location,

@@ -61,8 +61,8 @@ function decodeReceipt(row: RawRow): StoredReceipt {
 }
 
 /** The store's statements for a schema name already quoted; `c` is the clock every write joins (statements.ts). */
-export function postgresReconcileStatements(s: string, durability: "fsync" | "process") {
-  const clock = clockOf(durability);
+export function postgresReconcileStatements(s: string, durability: "fsync" | "process", nowSql?: string) {
+  const clock = clockOf(durability, nowSql);
   const now = "c.now";
   return {
     insertFinding: named(`INSERT INTO ${s}.reconcile_findings (${FINDING_COLS})
@@ -95,7 +95,7 @@ export function postgresReconcileStatements(s: string, durability: "fsync" | "pr
 }
 
 export function postgresReconcileStore(access: PostgresAccess): ReconcileStore {
-  const sql = postgresReconcileStatements(access.schema, access.durability);
+  const sql = postgresReconcileStatements(access.schema, access.durability, access.now);
   const op = <T>(what: string, writes: boolean, fn: () => Promise<T>): Promise<T> => access.run({ what, next: TRY_AGAIN, writes }, fn);
 
   return {

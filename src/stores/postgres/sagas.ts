@@ -16,7 +16,7 @@ import { applySagaUpdate, applyStepUpdate, isCompensation, newSaga, newStep } fr
 import { isSagaState, isStepState } from "../../contracts/saga-states.js";
 import { SAGA_NEXT, type PostgresAccess } from "./access.js";
 import { fieldsOf, literal, RAW_TYPES, type RawRow } from "./rows.js";
-import { equalityFilters, NOW_MS } from "./statements.js";
+import { equalityFilters } from "./statements.js";
 
 const SAGA_COLS = "tenant, saga_id, task, state, on_abandon, owner, lease_expires_at, reason, resolution, version, created_at, updated_at";
 const STEP_COLS =
@@ -49,14 +49,14 @@ export function postgresSagaLog(access: PostgresAccess): SagaLog {
 
   /** Locks the saga's row (every write to a saga takes it first) and reads it with the database clock. */
   async function lockSaga(client: PoolClient, tenant: string, id: string): Promise<{ saga: SagaRecord | undefined; now: number }> {
-    const { rows } = await q(client, `SELECT ${SAGA_COLS}, ${NOW_MS}::text AS now FROM ${s}.sagas WHERE tenant = $1 AND saga_id = $2 FOR UPDATE`, [tenant, id]);
+    const { rows } = await q(client, `SELECT ${SAGA_COLS}, ${access.now}::text AS now FROM ${s}.sagas WHERE tenant = $1 AND saga_id = $2 FOR UPDATE`, [tenant, id]);
     const row = rows[0];
     if (!row) return { saga: undefined, now: await clock(client) };
     return { saga: decodeSaga(row), now: int(row, "now", () => `saga ${tenant}/${id}`) };
   }
 
   async function clock(client: PoolClient): Promise<number> {
-    const { rows } = await q(client, `SELECT ${NOW_MS}::text AS now`);
+    const { rows } = await q(client, `SELECT ${access.now}::text AS now`);
     return int(rows[0] ?? {}, "now", () => "the database clock");
   }
 
@@ -164,7 +164,7 @@ export function postgresSagaLog(access: PostgresAccess): SagaLog {
     renewLease: (tenant, id, owner, leaseMs) =>
       access.run({ what: "renew a saga's lease", next: SAGA_NEXT, writes: true }, () => access.withClient(async (client) => {
         const res = await q(client,
-          `UPDATE ${s}.sagas SET lease_expires_at = ${NOW_MS} + $4::bigint
+          `UPDATE ${s}.sagas SET lease_expires_at = ${access.now} + $4::bigint
            WHERE tenant = $1 AND saga_id = $2 AND owner = $3 AND state IN ('running', 'compensating')`, [tenant, id, owner, leaseMs]);
         return res.rowCount === 1;
       })),

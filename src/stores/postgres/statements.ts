@@ -9,6 +9,13 @@ import type { Dialect } from "../sql/dialect.js";
 /** Epoch milliseconds on the database clock. */
 export const NOW_MS = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
 
+/**
+ * The clock of a ledger opened with a `clock` option (deterministic tests only): the value the
+ * access layer sets on the session before each statement (access.ts).
+ */
+export const GIVEN_NOW_MS = `current_setting('effectgate.now_ms')::bigint`;
+export const GIVEN_NOW_SETTING = "effectgate.now_ms";
+
 /** A statement text and the name it is prepared under on each connection. */
 export interface Statement {
   readonly text: string;
@@ -22,8 +29,8 @@ export const named = (text: string): Statement => ({ text, name: `effectgate_${c
  * The one-row clock every write joins: `c.now`, and with durability "process" the commit mode
  * for this transaction only (synchronous_commit=off; the pool's sessions are not changed).
  */
-export function clockOf(durability: "fsync" | "process"): string {
-  return `(SELECT ${NOW_MS} AS now${durability === "process" ? `, set_config('synchronous_commit', 'off', true) AS commit_mode` : ""}) AS c`;
+export function clockOf(durability: "fsync" | "process", now: string = NOW_MS): string {
+  return `(SELECT ${now} AS now${durability === "process" ? `, set_config('synchronous_commit', 'off', true) AS commit_mode` : ""}) AS c`;
 }
 
 /**
@@ -37,8 +44,8 @@ export function commitModeOf(durability: "fsync" | "process"): { readonly from: 
   return { from: `FROM ${mode}`, using: `USING ${mode}` };
 }
 
-export function postgresDialect(schema: string, durability: "fsync" | "process"): Dialect {
-  const clock = clockOf(durability);
+export function postgresDialect(schema: string, durability: "fsync" | "process", now: string = NOW_MS): Dialect {
+  const clock = clockOf(durability, now);
   return {
     name: "postgres",
     table: (name) => `${schema}.${name}`,

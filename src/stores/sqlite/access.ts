@@ -27,6 +27,11 @@ export interface SqliteLedgerOptions {
   readonly create?: boolean;
   /** Open read-only (operator tools): implies create: false; never migrates or changes the file. */
   readonly readOnly?: boolean;
+  /**
+   * The clock leases and timestamps are judged by, epoch ms (default Date.now). For deterministic
+   * tests only (the fault explorer's simulated time); every process on one file must agree on it.
+   */
+  readonly clock?: () => number;
 }
 
 export interface SqliteAccess {
@@ -34,6 +39,8 @@ export interface SqliteAccess {
   readonly file: string;
   /** "sqlite:/path/ledger.db", for messages. */
   readonly location: string;
+  /** The store's clock, epoch ms (leases, timestamps). */
+  readonly clock: () => number;
   /** Runs `fn` on the open connection, errors mapped. */
   run<T>(what: string, fn: (db: Db) => T): Promise<T>;
   /** Runs `fn` in one IMMEDIATE transaction: the write lock is taken first, so what it reads is current. */
@@ -211,6 +218,7 @@ export function openSqlite(path: string, options: SqliteLedgerOptions = {}): Sql
   }
 
   return {
+    clock: options.clock ?? Date.now,
     file,
     location,
     async run(what, fn) {

@@ -86,11 +86,10 @@ const statements = preparedOnce((db: Db) => {
   };
 });
 
-/** Runs one compiled statement and returns its rows. */
-const rows = (db: Db, sql: CompiledSql, values: Record<string, unknown>) =>
-  statements(db)(sql).all(sqliteValues({ now: Date.now(), ...values })) as Row[];
-
 export function sqliteCallStore(access: SqliteAccess): CallStore {
+  /** Runs one compiled statement at the store's clock and returns its rows. */
+  const rows = (db: Db, sql: CompiledSql, values: Record<string, unknown>) =>
+    statements(db)(sql).all(sqliteValues({ now: access.clock(), ...values })) as Row[];
   return {
     location: access.location,
     claim: (request: ClaimRequest) =>
@@ -130,7 +129,7 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
       }),
     renewLease: (tenant, key, version, owner, leaseMs) =>
       access.run("renew a lease", (db) =>
-        statements(db)(SQL.renew).run(sqliteValues({ tenant, key, version, owner, lease_ms: leaseMs, now: Date.now() })).changes === 1),
+        statements(db)(SQL.renew).run(sqliteValues({ tenant, key, version, owner, lease_ms: leaseMs, now: access.clock() })).changes === 1),
     remove: (tenant, key, version, claimToken) =>
       access.run("remove a record", (db) => statements(db)(SQL.remove).run({ tenant, key, version, claim_token: claimToken }).changes === 1),
     list: (query: ListQuery = {}) =>
@@ -149,14 +148,14 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
           tool: query.tool, at: query.after?.at ?? Number.MIN_SAFE_INTEGER, after_tenant: query.after?.tenant ?? "", after_key: query.after?.key ?? "",
           until: query.until ?? Number.MAX_SAFE_INTEGER, limit: query.limit ?? 100,
         }).map(decode)),
-    now: async () => Date.now(),
+    now: async () => access.clock(),
   };
 }
 
 export function sqliteCheckpoints(access: SqliteAccess): CheckpointRecords {
   return {
     async put(tenant, id, data) {
-      await access.run("save a checkpoint", (db) => statements(db)(SQL.putCheckpoint).run({ tenant, id, data, now: Date.now() }));
+      await access.run("save a checkpoint", (db) => statements(db)(SQL.putCheckpoint).run({ tenant, id, data, now: access.clock() }));
     },
     get: (tenant, id) =>
       access.run("read a checkpoint", (db) => (statements(db)(SQL.getCheckpoint).get({ tenant, id }) as { data: string } | undefined)?.data),

@@ -68,7 +68,7 @@ export function sqliteReconcileStore(access: SqliteAccess): ReconcileStore {
     async recordFinding(report) {
       return access.run("record a reconciliation finding", (db) => {
         const s = statements(db);
-        const now = Date.now();
+        const now = access.clock();
         const values = {
           id: report.id, kind: report.kind, tool: report.tool, tenant: report.tenant, key: report.key, source: report.source,
           summary: report.summary, evidence: evidenceOf(report), now,
@@ -110,7 +110,7 @@ export function sqliteReconcileStore(access: SqliteAccess): ReconcileStore {
       checkResolution(resolution);
       return access.run("resolve a reconciliation finding", (db) => {
         const s = statements(db);
-        const [row] = s.resolveFinding.all({ id, note: resolution.note, by: resolution.by ?? null, now: Date.now() }) as FindingRow[];
+        const [row] = s.resolveFinding.all({ id, note: resolution.note, by: resolution.by ?? null, now: access.clock() }) as FindingRow[];
         if (row) return { finding: decodeFinding(row), changed: true };
         const current = s.getFinding.get(id) as FindingRow | undefined;
         return current && { finding: decodeFinding(current), changed: false };
@@ -120,7 +120,7 @@ export function sqliteReconcileStore(access: SqliteAccess): ReconcileStore {
       return access.run("record a reconciliation confirmation", (db) =>
         statements(db).insertConfirmation.all({
           tool: c.tool, tenant: c.tenant, key: c.key, ref: c.ref, source: c.source,
-          fields: c.fields === null ? null : JSON.stringify(c.fields), now: Date.now(),
+          fields: c.fields === null ? null : JSON.stringify(c.fields), now: access.clock(),
         }).length === 1);
     },
     async listConfirmations(query) {
@@ -136,7 +136,7 @@ export function sqliteReconcileStore(access: SqliteAccess): ReconcileStore {
       return access.run("record a receipt", (db) => {
         const s = statements(db);
         const [inserted] = s.insertReceipt.all({
-          id: receipt.id, digest: receipt.digest, tool: receipt.tool, record: JSON.stringify(receipt.record), now: Date.now(),
+          id: receipt.id, digest: receipt.digest, tool: receipt.tool, record: JSON.stringify(receipt.record), now: access.clock(),
         }) as ReceiptRow[];
         if (inserted) return { receipt: decodeReceipt(inserted), created: true };
         const existing = s.getReceipt.get(receipt.id) as ReceiptRow | undefined;
@@ -153,7 +153,7 @@ export function sqliteReconcileStore(access: SqliteAccess): ReconcileStore {
     async finishReceipt(id, outcome) {
       return access.run("record a receipt's outcome", (db) => {
         const s = statements(db);
-        s.finishReceipt.run({ id, outcome: JSON.stringify(outcome), now: Date.now() });
+        s.finishReceipt.run({ id, outcome: JSON.stringify(outcome), now: access.clock() });
         const row = s.getReceipt.get(id) as ReceiptRow | undefined;
         return row && decodeReceipt(row);
       });
@@ -166,7 +166,7 @@ export function sqliteReconcileStore(access: SqliteAccess): ReconcileStore {
     },
     async putCursor(name, value) {
       await access.run("save a scan cursor", (db) => {
-        statements(db).putCursor.run({ name, value: JSON.stringify(value), now: Date.now() });
+        statements(db).putCursor.run({ name, value: JSON.stringify(value), now: access.clock() });
       });
     },
   };

@@ -114,7 +114,7 @@ export function sqliteSagaLog(access: SqliteAccess): SagaLog {
       return write("start a saga", (s) => {
         const existing = s.getSaga.get(request.tenant, request.id) as SagaRow | undefined;
         if (existing) return { created: false, saga: decodeSaga(existing) };
-        const now = Date.now();
+        const now = access.clock();
         const saga = newSaga(request, now);
         s.insertSaga.run(sagaParams(saga));
         appendEvent(s, saga.tenant, saga.id, now, event);
@@ -131,7 +131,7 @@ export function sqliteSagaLog(access: SqliteAccess): SagaLog {
       return write("record a saga's new state", (s) => {
         const row = s.getSaga.get(tenant, id) as SagaRow | undefined;
         if (!row || row.version !== version) return undefined;
-        const now = Date.now();
+        const now = access.clock();
         const next = applySagaUpdate(decodeSaga(row), update, now);
         s.writeSaga.run({ ...sagaParams(next), prev: version });
         appendEvent(s, tenant, id, now, event);
@@ -139,7 +139,7 @@ export function sqliteSagaLog(access: SqliteAccess): SagaLog {
       });
     },
     async renewLease(tenant, id, owner, leaseMs) {
-      return read("renew a saga's lease", (s) => s.renew.run({ tenant, saga_id: id, owner, lease_ms: leaseMs, now: Date.now() }).changes === 1);
+      return read("renew a saga's lease", (s) => s.renew.run({ tenant, saga_id: id, owner, lease_ms: leaseMs, now: access.clock() }).changes === 1);
     },
     async addStep(request, event): Promise<AddStepResult> {
       return write("record a saga step", (s): AddStepResult => {
@@ -148,7 +148,7 @@ export function sqliteSagaLog(access: SqliteAccess): SagaLog {
         const sagaRow = s.getSaga.get(request.tenant, request.sagaId) as SagaRow | undefined;
         const saga = sagaRow && decodeSaga(sagaRow);
         if (!saga || saga.state !== "running") return { outcome: "saga_not_running", saga };
-        const now = Date.now();
+        const now = access.clock();
         const position = (s.nextPosition.get(request.tenant, request.sagaId) as { next: number }).next;
         const step = newStep(request, position, now);
         s.insertStep.run(stepParams(step));
@@ -166,7 +166,7 @@ export function sqliteSagaLog(access: SqliteAccess): SagaLog {
       return write("record a saga step's new state", (s) => {
         const row = s.getStep.get(tenant, sagaId, name) as StepRow | undefined;
         if (!row || row.version !== version) return undefined;
-        const now = Date.now();
+        const now = access.clock();
         const next = applyStepUpdate(decodeStep(row), update, now);
         s.writeStep.run({ ...stepParams(next), prev: version });
         appendEvent(s, tenant, sagaId, now, event);
@@ -177,7 +177,7 @@ export function sqliteSagaLog(access: SqliteAccess): SagaLog {
       return read("read a saga's steps", (s) => (s.steps.all(tenant, sagaId) as StepRow[]).map(decodeStep));
     },
     async appendEvent(tenant, sagaId, event) {
-      await write("record a saga event", (s) => appendEvent(s, tenant, sagaId, Date.now(), event));
+      await write("record a saga event", (s) => appendEvent(s, tenant, sagaId, access.clock(), event));
     },
     async history(tenant, sagaId, options = {}) {
       return read("read a saga's history", (s) => (s.history.all(tenant, sagaId, options.limit ?? 1000) as EventRow[]).map(decodeEvent));
