@@ -66,6 +66,15 @@ export function isEffectgateError(err: unknown, code?: ErrorCode): err is Effect
 }
 
 /** A readable one-line message for anything thrown. */
+/**
+ * A ledger error's reason without the advice its store adds for a call that never started
+ * ("The tool was not started by this request; replay…"): what the gate says once a tool has started
+ * must never carry that sentence.
+ */
+export function reasonAfterStart(err: unknown): string {
+  return messageOf(err).replace(/\.?\s*The tool was not started by this request; replay this same call once the (ledger|database) is reachable to run it or get its outcome\.?$/, "");
+}
+
 export function messageOf(err: unknown): string {
   if (err instanceof Error) return err.message;
   if (typeof err === "string") return err;

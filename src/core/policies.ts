@@ -41,4 +41,11 @@ export function probeDelayMs(policy: ProbePolicy, round: number): number {
   return Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** round);
 }
 
+/**
+ * How many times one call's tool may be started, all retries and re-runs after "absent" together,
+ * before it goes to a person: a downstream that never answers in time (its latency always past the
+ * timeout) must not keep a call uncertain forever.
+ */
+export const MAX_TOOL_STARTS = 10;
+
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -12,14 +12,14 @@
  *   the settle horizon (the send + the tool's `settleMs`) and the first run has settled here (once).
  * - The tool starts only while this gate holds the lease; a lost lease aborts `ctx.signal`.
  */
-import { EffectgateError, errorMessage, messageOf } from "../core/errors.js";
+import { EffectgateError, errorMessage, messageOf, reasonAfterStart } from "../core/errors.js";
 import type { ToolContext } from "../core/tool.js";
 import { toJson, type Json } from "../core/json.js";
 import type { CallRecord, RecordUpdate } from "../contracts/calls.js";
 import { errorResult, renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import { keepLease, type LeaseKeeper } from "./lease.js";
 import { classifyError, ToolTimeout } from "../core/outcome.js";
-import { backoffMs } from "../core/policies.js";
+import { backoffMs, MAX_TOOL_STARTS } from "../core/policies.js";
 import { sleepOn, sleepUnless, type TimeSource } from "../core/time.js";
 import { probeUntilKnown, type LateRun } from "./probe-loop.js";
 import { record as write } from "./record.js";
@@ -43,7 +43,7 @@ export async function executeHeld(rt: Runtime, call: Call, held: CallRecord, con
       message: `${held.tool} call ${held.key} ran, then something went wrong before its outcome was known: ${messageOf(err)}`,
       tenant: held.tenant, key: held.key, tool: held.tool, cause: err,
     });
-    return unknownResult(call, run.record, messageOf(err));
+    return unknownResult(call, run.record, reasonAfterStart(err));
   } finally {
     lease.stop();
   }
@@ -66,6 +66,9 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
   const where = { tool: run.record.tool, key: run.record.key, toolUseId: call.toolUseId };
   let retries = 0;
   let reranAfterProbe = false;
+  // Whether an earlier send of this attempt may have reached the downstream: then a later send
+  // failing definitely (not sent, refused) says nothing about the first, and the outcome stays unknown.
+  let sentUnknown = false;
   for (;;) {
     lease.track(run.record);
     await rt.faults?.("after_claim", where);
@@ -78,9 +81,11 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
       await rt.faults?.("after_execute", where);
       return recordSuccess(rt, call, run.record, toJson(outcome.value));
     }
-    const kind = outcome.status === "timeout" ? "unknown" : classifyError(outcome.error);
+    const classified = outcome.status === "timeout" ? "unknown" : classifyError(outcome.error);
     const why = outcome.status === "timeout" ? `no reply within ${policy.timeoutMs} ms` : messageOf(outcome.error);
+    const kind = sentUnknown && classified !== "unknown" ? "unknown" : classified;
     if (kind === "rejected" || kind === "failed") return recordFailure(rt, call, run.record, outcome.status === "error" ? outcome.error : why);
+    if (kind === "unknown") sentUnknown = true;
 
     const harmlessToResend = kind === "not_sent" || call.tool.downstreamIdempotent === true;
     if (harmlessToResend && call.tool.effect !== "destructive" && retries + 1 < policy.retry.attempts && lease.held()) {
@@ -114,15 +119,27 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
       run.record = uncertain.record;
       lease.track(run.record, uncertainSentAt);
     }
-    const horizon = call.tool.downstreamIdempotent === true ? -Infinity : call.tool.settleMs === undefined ? "never" as const : unknownSince + call.tool.settleMs;
-    const verdict = await probeUntilKnown(call, run.record, { policy: policy.probe, time: rt.time, late, absentFrom: horizon, waitForHorizon: true, signal: lease.lost });
+    const horizonFrom = (since: number) =>
+      call.tool.downstreamIdempotent === true ? -Infinity : call.tool.settleMs === undefined ? "never" as const : since + call.tool.settleMs;
+    const probeOptions = { policy: policy.probe, time: rt.time, late, waitForHorizon: true, signal: lease.lost };
+    let verdict = await probeUntilKnown(call, run.record, { ...probeOptions, absentFrom: horizonFrom(unknownSince) });
     if (verdict.kind === "done") return recordSuccess(rt, call, run.record, toJson(verdict.result));
-    // A run that ignored the abort may still be sending: give it a moment to settle before any re-send.
-    if (verdict.kind === "absent" && late && late.done !== true) await sleepUnless(rt.time, policy.probe.maxDelayMs, late.settled);
+    if (verdict.kind === "absent" && late && late.done !== true) {
+      // A run that ignored the abort is still going, so it may send its request only now: wait for it
+      // to settle, and if it ends without a reply, the horizon counts from then (its last possible send).
+      await sleepUnless(rt.time, policy.probe.maxDelayMs, late.settled);
+      // (Read again after the wait: the run settles meanwhile.)
+      const ended = late as LateRun;
+      if (ended.done === true && !ended.value) verdict = await probeUntilKnown(call, run.record, { ...probeOptions, absentFrom: horizonFrom(rt.time.monotonic()) });
+      if (verdict.kind === "done") return recordSuccess(rt, call, run.record, toJson(verdict.result));
+    }
     if (verdict.kind === "absent" && late?.value) return recordSuccess(rt, call, run.record, toJson(late.value.result));
     if (verdict.kind === "absent" && !reranAfterProbe && (late === undefined || late.done === true) && lease.held()) {
       // Past the horizon, the first request can no longer land, and here its run has settled: one re-send, same key.
       reranAfterProbe = true;
+      // Absent past the horizon: no earlier send can land any more. (A downstream that honours keys
+      // has no horizon: an earlier send may still land, and is then what a later send replays.)
+      if (call.tool.downstreamIdempotent !== true) sentUnknown = false;
       const again = await rerun(rt, run, lease, "the probe says the effect did not happen and the request can no longer land; running it again with the same key");
       if (again !== "rerun") return again;
       continue;
@@ -171,8 +188,18 @@ export async function runWithTimeout(
   }
 }
 
+/** Why a call whose tool was started MAX_TOOL_STARTS times goes to a person. */
+export function startsSpent(record: CallRecord): string {
+  return `${record.tool} was started ${record.attempts} times without a definite outcome (each time with the same key); ` +
+    `effectgate starts a call at most ${MAX_TOOL_STARTS} times, so a person must check whether its effect happened`;
+}
+
 /** Counts a new start of the tool durably, before it starts, with the same key. */
 async function rerun(rt: Runtime, run: RunState, lease: LeaseKeeper, note: string): Promise<"rerun" | ToolResultBlock> {
+  if (run.record.attempts >= MAX_TOOL_STARTS) {
+    const parked = await sendToHuman(rt, run.record, startsSpent(run.record));
+    return needsHumanResult(run.record.toolUseId, parked.record);
+  }
   const sentAt = rt.time.monotonic();
   const again = await write(rt, run.record, { state: "in_progress", owner: rt.owner, leaseMs: rt.leaseMs, countAttempt: true, error: note }, { keep: false });
   if (again.kind === "written") {

@@ -85,9 +85,10 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
       return answerExisting(rt, call, print, claim.record);
     });
   } catch (err) {
-    // Only ledger trouble reaches here: the tool did not run (executeHeld never throws after it starts one).
+    // Only ledger trouble reaches here: this request did not start the tool (executeHeld never throws after it starts one),
+    // but an earlier request may have: never say that nothing was executed.
     if (err instanceof EffectgateError) return resultBlock(block.id, err.message, true);
-    return errorResult(block.id, "EG_LEDGER_UNAVAILABLE", `${messageOf(err)}. Nothing was executed.`);
+    return errorResult(block.id, "EG_LEDGER_UNAVAILABLE", `${messageOf(err)}. The tool was not started by this request; replay this same call to run it or get its outcome.`);
   }
 }
 

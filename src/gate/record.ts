@@ -9,7 +9,7 @@
  *   replay in this process is answered with the true result meanwhile.
  */
 import { isDeepStrictEqual } from "node:util";
-import { messageOf } from "../core/errors.js";
+import { messageOf, reasonAfterStart } from "../core/errors.js";
 import { sleepOn } from "../core/time.js";
 import type { ToolResultBlock } from "../core/blocks.js";
 import type { CallRecord, RecordUpdate } from "../contracts/calls.js";
@@ -37,7 +37,7 @@ export async function record(rt: Runtime, held: CallRecord, update: RecordUpdate
   try {
     return await writeOnce(rt, held, update);
   } catch (err) {
-    const reason = messageOf(err);
+    const reason = reasonAfterStart(err);
     if (options.keep === false || options.block === undefined) return { kind: "failed", reason, kept: false };
     keep(rt, held, update, options.block, err);
     return { kind: "failed", reason, kept: true };
@@ -50,6 +50,16 @@ async function writeOnce(rt: Runtime, held: CallRecord, update: RecordUpdate): P
   if (written) return { kind: "written", record: written };
   const current = await rt.calls.get(held.tenant, held.key);
   if (current && shows(current, held, update)) return { kind: "written", record: current };
+  // Another worker took the call over while this one ran it, and, unable to tell what happened,
+  // gave it to a person. This worker knows: its run is the only one (no start since), so its
+  // definite outcome settles the call, as a late reply does, instead of asking a person.
+  if (current?.state === "needs_human" && current.attempts === held.attempts && (update.state === "completed" || update.state === "failed")) {
+    const settled = await rt.calls.update(held.tenant, held.key, current.version, {
+      ...update, owner: null,
+      ...(update.state === "completed" ? { error: "completed: the worker that ran it got the reply after another worker had taken the call over" } : {}),
+    });
+    if (settled) return { kind: "written", record: settled };
+  }
   return { kind: "lost" };
 }
 
@@ -65,7 +75,7 @@ function keep(rt: Runtime, held: CallRecord, update: RecordUpdate, block: ToolRe
   rt.known.set(id, { kind: "outcome", record: held, update, block });
   rt.alert({
     code: "record_failed",
-    message: `${held.tool} call ${held.key} ${update.state === "completed" ? "completed but its result" : `ran, but its outcome (${update.state})`} could not be recorded: ${messageOf(err)}. ` +
+    message: `${held.tool} call ${held.key} ${update.state === "completed" ? "completed but its result" : `ran, but its outcome (${update.state})`} could not be recorded: ${reasonAfterStart(err)}. ` +
       `The agent got the true answer; effectgate keeps writing it, and a replay here is answered from memory meanwhile`,
     tenant: held.tenant, key: held.key, tool: held.tool, cause: err,
   });

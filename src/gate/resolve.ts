@@ -13,8 +13,10 @@ import { renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.
 import { toJson } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
 import { leaseRanOut } from "../contracts/call-rules.js";
-import { executeHeld, sendToHuman } from "./execute.js";
-import { probeUntilKnown } from "./probe-loop.js";
+import { MAX_TOOL_STARTS } from "../core/policies.js";
+import { executeHeld, sendToHuman, startsSpent } from "./execute.js";
+import { keepLease } from "./lease.js";
+import { probeUntilKnown, type ProbeVerdict } from "./probe-loop.js";
 import { inProgressResult, needsHumanResult, type Call, type Runtime } from "./runtime.js";
 
 export type Resolution =
@@ -66,9 +68,20 @@ export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, 
   const horizon = held.startedAt + (call.tool.settleMs ?? 0);
   const absentFrom = call.tool.downstreamIdempotent === true ? -Infinity
     : call.tool.settleMs === undefined ? "never" as const : confirmedAt + (horizon - storeNow);
-  const verdict = await probeUntilKnown(call, held, {
-    policy: { ...rt.policyFor(call.tool).probe, attempts: options.probeRounds }, time: rt.time, absentFrom, waitForHorizon: options.probeRounds > 1,
-  });
+  // Probing may take longer than the lease: keep it, or another worker takes the call over meanwhile
+  // and the two keep taking it from each other.
+  const lease = keepLease(rt, held, confirmedAt);
+  let verdict: ProbeVerdict;
+  try {
+    verdict = await probeUntilKnown(call, held, {
+      policy: { ...rt.policyFor(call.tool).probe, attempts: options.probeRounds }, time: rt.time, absentFrom,
+      waitForHorizon: options.probeRounds > 1, signal: lease.lost,
+    });
+  } finally {
+    lease.stop();
+  }
+  // Lost meanwhile: the record is the new holder's; the caller reads it again.
+  if (lease.lost.aborted) return { resolution: "moved" };
   switch (verdict.kind) {
     case "done": {
       const result = toJson(verdict.result);
@@ -101,6 +114,10 @@ async function reexecute(rt: Runtime, call: Call, held: CallRecord, confirmedAt:
   if (!call.hasInput) {
     const parked = await park(rt, held, "the effect did not happen, but its stored input is redacted; replay the same tool_use to run it");
     return { resolution: "deferred", block: inProgressResult(call.toolUseId, parked, "waiting to be replayed with its full input"), record: parked };
+  }
+  if (held.attempts >= MAX_TOOL_STARTS) {
+    const parked = await sendToHuman(rt, held, startsSpent(held));
+    return { resolution: "needs_human", block: needsHumanResult(call.toolUseId, parked.record), record: parked.record };
   }
   const restarted = await rt.calls.update(held.tenant, held.key, held.version, {
     state: "in_progress", owner: rt.owner, leaseMs: rt.leaseMs, countAttempt: true, error: null,

@@ -293,7 +293,7 @@ describe("recording failures", () => {
     const gate = createGate({ tools: [chargeTool(c)], ledger });
     const [r] = await gate.runToolUses([toolUse("toolu_a", "charge_card", { customer: "cus_1", amount: 10 })], scope);
     expect(r).toMatchObject({ is_error: true });
-    expect(r!.content).toMatch(/^EG_LEDGER_UNAVAILABLE: connection refused\. Nothing was executed\./);
+    expect(r!.content).toMatch(/^EG_LEDGER_UNAVAILABLE: connection refused\. The tool was not started by this request; replay this same call/);
     expect(c.total).toBe(0);
   });
 });

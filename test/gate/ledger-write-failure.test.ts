@@ -146,7 +146,7 @@ describe("a ledger write that fails after the tool ran", () => {
     await l.ledger.calls.list({ limit: 1 }); // the file exists, migrated
     l.lock();
     const [r] = await gate.runToolUses([toolUse("toolu_3", "book", { room: "1" })], scope);
-    expect(r!.content).toMatch(/^EG_LEDGER_UNAVAILABLE: .*Nothing was executed/);
+    expect(r!.content).toMatch(/^EG_LEDGER_UNAVAILABLE: .*The tool was not started by this request/);
     expect(world.applied.size).toBe(0);
   });
 });

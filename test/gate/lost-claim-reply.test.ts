@@ -48,7 +48,7 @@ describe("a claim whose reply was lost", () => {
     const gate = createGate({ ledger: lossyClaims(inner, 1), tools: [notify(runs)], onAlert: () => {} });
     const block = [toolUse("toolu_1", "notify", { to: "ops" })];
     const [first] = await gate.runToolUses(block, scope);
-    expect(first!.content).toMatch(/^EG_LEDGER_UNAVAILABLE: read ECONNRESET\. Nothing was executed/);
+    expect(first!.content).toMatch(/^EG_LEDGER_UNAVAILABLE: read ECONNRESET\. The tool was not started by this request/);
     expect(runs).toEqual([]);
     expect(await inner.calls.get("acme", "toolu_1")).toMatchObject({ state: "in_progress", owner: gate.owner });
     const [replay] = await gate.runToolUses(block, scope);
@@ -83,7 +83,7 @@ describe("a claim whose reply was lost", () => {
     };
     const gate = createGate({ ledger: refusing, tools: [notify(runs)], onAlert: () => {} });
     const block = [toolUse("toolu_3", "notify", { to: "ops" })];
-    expect((await gate.runToolUses(block, scope))[0]!.content).toMatch(/Nothing was executed/);
+    expect((await gate.runToolUses(block, scope))[0]!.content).toMatch(/The tool was not started by this request/);
     expect((await gate.runToolUses(block, scope))[0]!.is_error).toBe(false);
     expect(runs).toEqual(["toolu_3#1 fence 1"]);
   });

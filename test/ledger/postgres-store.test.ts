@@ -142,7 +142,7 @@ describe("postgres ledger: pools", () => {
       const busy = await pool.connect();
       try {
         await expect(ledger.calls.claim(claimRequest({ key: "second" }))).rejects.toThrow(
-          /^EG_LEDGER_UNAVAILABLE: no connection to the ledger database postgres:\/\/.* could be opened or came free in time .*Nothing was executed/,
+          /^EG_LEDGER_UNAVAILABLE: no connection to the ledger database postgres:\/\/.* could be opened or came free in time .*The tool was not started by this request/,
         );
       } finally {
         busy.release();
@@ -212,7 +212,7 @@ describe("postgres ledger: when the database cannot be reached", () => {
       expect(err).toMatchObject({ code: "EG_LEDGER_UNAVAILABLE", outcome: "retryable" });
     }
     await expect(ledger.calls.claim(claimRequest())).rejects.toThrow(/\(could not claim a call: /);
-    await expect(ledger.calls.claim(claimRequest())).rejects.toThrow(/Nothing was executed for this call; replay it once the database is reachable\./);
+    await expect(ledger.calls.claim(claimRequest())).rejects.toThrow(/The tool was not started by this request; replay this same call once the database is reachable to run it or get its outcome\./);
     await ledger.close();
   });
 
@@ -221,7 +221,7 @@ describe("postgres ledger: when the database cannot be reached", () => {
     const gate = createGate({ tools: [chargeTool(c)], ledger: unreachable() });
     const [result] = await gate.runToolUses([toolUse("toolu_1", "charge_card", { customer: "cus_1", amount: 10 })], scope);
     expect(result).toMatchObject({ type: "tool_result", tool_use_id: "toolu_1", is_error: true });
-    expect(result?.content).toMatch(/^EG_LEDGER_UNAVAILABLE: cannot reach the ledger database postgres:\/\/eguser@127\.0\.0\.1:\d+\/ledgerdb .*Nothing was executed/);
+    expect(result?.content).toMatch(/^EG_LEDGER_UNAVAILABLE: cannot reach the ledger database postgres:\/\/eguser@127\.0\.0\.1:\d+\/ledgerdb .*The tool was not started by this request/);
     expect(result?.content).not.toContain("s3cret-pw");
     expect(c.total).toBe(0);
     expect(gate.stats.executed).toBe(0);

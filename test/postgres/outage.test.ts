@@ -83,7 +83,7 @@ describe("the PostgreSQL ledger going away mid-run", () => {
     for (const block of refused) {
       expect(block.is_error, block.content).toBe(true);
       expect(block.content).toMatch(new RegExp(
-        `^EG_LEDGER_UNAVAILABLE: cannot reach the ledger database postgres://postgres@127\\.0\\.0\\.1:${database.port}/postgres \\(could not .*\\)\\. Nothing was executed for this call`));
+        `^EG_LEDGER_UNAVAILABLE: cannot reach the ledger database postgres://postgres@127\\.0\\.0\\.1:${database.port}/postgres \\(could not .*\\)\\. The tool was not started by this request`));
       expect(block.content).not.toContain(database.password);
     }
     expect(ticketsFor("b")).toHaveLength(0);

@@ -70,7 +70,7 @@ export interface Op {
   readonly writes: boolean;
 }
 
-export const NOTHING_RAN = "Nothing was executed for this call; replay it once the database is reachable.";
+export const NOTHING_RAN = "The tool was not started by this request; replay this same call once the database is reachable to run it or get its outcome.";
 export const MAY_BE_UNRECORDED = "The change may not have been recorded; a replay or gate.recover() settles the call from what the database holds.";
 export const TRY_AGAIN = "Nothing was changed; try again once the database is reachable.";
 export const SAGA_NEXT = "The saga log may not be up to date: run the saga again, or gate.recover(), once the database is reachable.";

@@ -114,7 +114,7 @@ export function openSqlite(path: string, options: SqliteLedgerOptions = {}): Sql
     if (typeof code === "string" && CORRUPT_CODES.has(code)) return damaged(err, what);
     return new EffectgateError(
       "EG_LEDGER_UNAVAILABLE",
-      `the ledger ${file} is unavailable (could not ${what}: ${messageOf(err)}). Nothing was executed for this call; replay it once the ledger is reachable.`,
+      `the ledger ${file} is unavailable (could not ${what}: ${messageOf(err)}). The tool was not started by this request; replay this same call once the ledger is reachable to run it or get its outcome.`,
       { cause: err },
     );
   }

@@ -1,0 +1,142 @@
+/**
+ * The fault explorer: runs many seeded schedules (schedule.ts) on one kind of ledger and sums
+ * what they injected and what they found. A violation names its seed and invariant; run
+ * `explore({ seed, schedules: 1, trace: true })` on the same ledger kind to replay it exactly.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { memoryLedger } from "../../stores/memory/index.js";
+import { sqliteLedger } from "../../stores/sqlite/index.js";
+import type { FaultCounts } from "./faults.js";
+import { INVARIANTS, type Invariant, type Violation } from "./invariants.js";
+import { runSchedule, type ScheduleLedger, type ScheduleOptions, type ScheduleResult } from "./schedule.js";
+
+export type ExplorerLedger =
+  | "memory"
+  | "sqlite"
+  | { readonly postgres: string }
+  /** Your own: open (or reuse) a ledger for schedule `seed`, judging time by `clock`. */
+  | ((seed: number, clock: () => number) => Promise<ScheduleLedger>);
+
+export interface ExploreOptions {
+  /** How many schedules (default 1000). */
+  readonly schedules?: number;
+  /** The first seed (default 1); schedule i runs seed + i. */
+  readonly seed?: number;
+  /** Where the records live (default "memory"): each memory schedule gets a fresh ledger; SQLite and PostgreSQL schedules share one, a tenant each. */
+  readonly ledger?: ExplorerLedger;
+  /** Your own downstream simulators instead of the built-in ones (docs/testing.md). */
+  readonly systems?: ScheduleOptions["systems"];
+  /** Override the drawn workload (to aim the explorer at one kind of schedule). */
+  readonly workload?: ScheduleOptions["workload"];
+  /** Keep each schedule's event trace (print it to read a failing schedule). */
+  readonly trace?: boolean;
+  /** Stop at the first schedule with a violation (default false). */
+  readonly stopAtFirstViolation?: boolean;
+  /** Called after each schedule. */
+  readonly onSchedule?: (result: ScheduleResult) => void;
+}
+
+export interface ExploreReport {
+  readonly ledger: string;
+  readonly schedules: number;
+  readonly calls: number;
+  readonly faults: FaultCounts;
+  readonly workersStarted: number;
+  readonly violations: readonly Violation[];
+  readonly byInvariant: Readonly<Record<Invariant, number>>;
+  /** The traces of the schedules that violated something (with `trace: true`). */
+  readonly traces: ReadonlyMap<number, readonly string[]>;
+  readonly ms: number;
+}
+
+export async function explore(options: ExploreOptions = {}): Promise<ExploreReport> {
+  const count = options.schedules ?? 1000;
+  const first = options.seed ?? 1;
+  const started = performance.now();
+  const opener = await openerFor(options.ledger ?? "memory");
+  const faults: FaultCounts = { crashes: 0, freezes: 0, ledgerFailures: 0, lostReplies: 0 };
+  const byInvariant = Object.fromEntries(INVARIANTS.map((i) => [i, 0])) as Record<Invariant, number>;
+  const violations: Violation[] = [];
+  const traces = new Map<number, readonly string[]>();
+  let calls = 0;
+  let workersStarted = 0;
+  let ran = 0;
+  try {
+    for (let i = 0; i < count; i++) {
+      const seed = first + i;
+      const result = await runSchedule(seed, {
+        ledger: opener.open, trace: options.trace === true,
+        ...(options.systems ? { systems: options.systems } : {}),
+        ...(options.workload ? { workload: options.workload } : {}),
+      });
+      ran++;
+      calls += result.calls;
+      workersStarted += result.workersStarted;
+      for (const k of Object.keys(faults) as (keyof FaultCounts)[]) faults[k] += result.faults[k];
+      for (const v of result.violations) byInvariant[v.invariant]++;
+      if (result.violations.length > 0) {
+        if (violations.length < 200) violations.push(...result.violations);
+        if (options.trace === true && traces.size < 20) traces.set(seed, result.trace);
+      }
+      options.onSchedule?.(result);
+      if (options.stopAtFirstViolation === true && result.violations.length > 0) break;
+    }
+  } finally {
+    await opener.close();
+  }
+  return { ledger: opener.name, schedules: ran, calls, faults, workersStarted, violations, byInvariant, traces, ms: performance.now() - started };
+}
+
+interface Opener {
+  readonly name: string;
+  open(seed: number, clock: () => number): Promise<ScheduleLedger>;
+  close(): Promise<void>;
+}
+
+async function openerFor(ledger: ExplorerLedger): Promise<Opener> {
+  if (typeof ledger === "function") return { name: "custom", open: ledger, close: async () => undefined };
+  if (ledger === "memory") {
+    return {
+      name: "memory",
+      open: async (seed, clock) => {
+        const stores = memoryLedger({ clock });
+        return { stores, tenant: "explorer", prefix: "", release: () => stores.close() };
+      },
+      close: async () => undefined,
+    };
+  }
+  // One shared ledger whose clock follows the schedule running now; each schedule gets a tenant and tool names of its own.
+  let clock: () => number = Date.now;
+  const shared = (stores: { close(): Promise<void> } & ScheduleLedger["stores"], name: string, cleanup: () => Promise<void>): Opener => ({
+    name,
+    open: async (seed, scheduleClock) => {
+      clock = scheduleClock;
+      return { stores, tenant: `s${seed}`, prefix: `s${seed}_`, release: async () => undefined };
+    },
+    close: async () => {
+      await stores.close();
+      await cleanup();
+    },
+  });
+  if (ledger === "sqlite") {
+    const dir = mkdtempSync(join(tmpdir(), "effectgate-explore-"));
+    const stores = sqliteLedger(join(dir, "ledger.db"), { durability: "process", clock: () => clock() });
+    return shared(stores, "sqlite", async () => rmSync(dir, { recursive: true, force: true }));
+  }
+  const { postgresLedger } = await import("../../stores/postgres/index.js");
+  const schema = `effectgate_explore_${process.pid}_${Date.now().toString(36)}`;
+  const stores = postgresLedger({ connectionString: ledger.postgres }, { schema, durability: "process", clock: () => clock() });
+  return shared(stores, "postgres", async () => {
+    const pg = (await import("pg")).default;
+    const client = new pg.Client({ connectionString: ledger.postgres });
+    await client.connect();
+    try {
+      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    } finally {
+      await client.end();
+    }
+  });
+}

@@ -1,0 +1,85 @@
+/**
+ * A process's view of the shared ledger in a schedule: every operation is one step the world's
+ * scheduler lets through (so twins interleave as the seed says), and at each one the schedule may
+ * inject a fault: the process killed before the operation or after it committed, frozen past its
+ * lease, the operation failing (nothing written), or its commit reply lost (written, but the
+ * process is told it failed). It also watches for I6: a write that replaces a record another
+ * live holder holds.
+ */
+import { EffectgateError } from "../../core/errors.js";
+import type { Stores } from "../../contracts/stores.js";
+import type { CallRecord } from "../../contracts/calls.js";
+import type { Faults } from "./faults.js";
+import type { Process, World } from "./world.js";
+
+const READS = /^(get|list|now|load|active|quotaUsage|steps|history)/;
+
+/** What a wrapped ledger reports to the schedule. */
+export interface LedgerObserver {
+  /** A write by `process` (gate owner `owner`) succeeded on a record held by someone else. */
+  overwrote(process: Process, owner: string, before: CallRecord, op: string): void;
+}
+
+export function faultyLedger(world: World, base: Stores, process: Process, owner: () => string, faults: Faults, observer: LedgerObserver): Stores {
+  function wrap<T extends object>(store: T, storeName: string): T {
+    const wrapped = new Map<string, unknown>();
+    // A Proxy, so a store written as a class (methods on its prototype) is wrapped too.
+    return new Proxy(store, {
+      get(target, name, receiver) {
+        const member: unknown = Reflect.get(target, name, receiver);
+        if (typeof member !== "function" || typeof name !== "string") return member;
+        let fn = wrapped.get(name);
+        if (!fn) wrapped.set(name, (fn = step(storeName, name, (member as (...args: unknown[]) => Promise<unknown>).bind(target))));
+        return fn;
+      },
+    });
+  }
+
+  function step(storeName: string, name: string, real: (...args: unknown[]) => Promise<unknown>) {
+    const label = `${storeName}.${name}`;
+    const writes = !READS.test(name);
+    // I6: a call record's writer must be its holder, or nobody must hold it.
+    const watched = storeName === "calls" && (name === "update" || name === "renewLease");
+    return async (...args: unknown[]): Promise<unknown> => {
+      await world.permit(process, label);
+      if (process.state === "dead") return never();
+      const before = faults.beforeLedgerOp(process, label, writes);
+      if (before === "crash") return world.kill(process, `before ${label}`), never();
+      if (before === "freeze") {
+        await world.running(process);
+        if (process.state !== "running") return never();
+      }
+      if (before === "fail") {
+        world.log(`${process.name}: ${label} fails (injected; nothing written)`);
+        throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger is unavailable (could not ${label}: injected fault). The tool was not started by this request; replay this same call once the ledger is reachable to run it or get its outcome.`);
+      }
+      const held = watched ? await world.track(base.calls.get(args[0] as string, args[1] as string)) : undefined;
+      const result = await world.track(real(...args));
+      if (watched && held && result !== undefined && result !== false && held.owner !== null && held.owner !== owner()) {
+        observer.overwrote(process, owner(), held, label);
+      }
+      const after = faults.afterLedgerOp(process, label, writes);
+      if (after === "crash") return world.kill(process, `after ${label} committed`), never();
+      if (after === "lost_reply") {
+        world.log(`${process.name}: ${label} committed, its reply lost (injected)`);
+        throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the connection to the ledger was lost while waiting for ${label} (injected: it committed)`);
+      }
+      return result;
+    };
+  }
+
+  return {
+    location: `${base.location} (as seen by ${process.name})`,
+    calls: wrap(base.calls, "calls"),
+    checkpoints: wrap(base.checkpoints, "checkpoints"),
+    ...(base.sagas ? { sagas: wrap(base.sagas, "sagas") } : {}),
+    ...(base.governance ? { governance: wrap(base.governance, "governance") } : {}),
+    ...(base.reconcile ? { reconcile: wrap(base.reconcile, "reconcile") } : {}),
+    // One ledger outlives every process of the schedule: a process "closing" it changes nothing.
+    close: () => Promise.resolve(),
+  };
+}
+
+function never(): Promise<never> {
+  return new Promise<never>(() => undefined);
+}

@@ -1,0 +1,281 @@
+/**
+ * One schedule: an agent sends its messages of tool calls to a few workers (each a gate in a
+ * simulated process) on one shared ledger, against simulated downstreams, while the seed decides
+ * every interleaving and every fault. Then faults stop, the world is settled (recovery until no
+ * call is held, every message replayed once more) and the invariants are checked against what
+ * the downstreams actually did (invariants.ts).
+ */
+import { isDeepStrictEqual } from "node:util";
+import type { ToolResultBlock, ToolUseBlock } from "../../core/blocks.js";
+import type { AnyTool } from "../../core/tool.js";
+import type { CallRecord } from "../../contracts/calls.js";
+import type { Stores } from "../../contracts/stores.js";
+import { createGate, type Gate } from "../../root/create-gate.js";
+import { decideApproval } from "../../governance/approvals.js";
+import { simulatedDownstream, type SimulatedSystem } from "./downstream.js";
+import { Faults, type FaultCounts } from "./faults.js";
+import { checkInvariants, type Answer, type Violation } from "./invariants.js";
+import { faultyLedger } from "./ledger.js";
+import { seededRng, type Rng } from "./rng.js";
+import { drawWorkload, type Workload } from "./workload.js";
+import { World, type Process } from "./world.js";
+
+/** Where a schedule keeps its records: a ledger (fresh, or shared with a tenant of its own). */
+export interface ScheduleLedger {
+  readonly stores: Stores;
+  readonly tenant: string;
+  /** Prefix for tool names, so schedules sharing one ledger never share a tool. */
+  readonly prefix: string;
+  release(): Promise<void>;
+}
+
+export interface ScheduleOptions {
+  /** Opens the ledger this schedule runs on; `clock` is the world's (epoch ms). */
+  readonly ledger: (seed: number, clock: () => number) => Promise<ScheduleLedger>;
+  /** Your own downstream simulators instead of the built-in ones (docs/testing.md). */
+  readonly systems?: (world: World, rng: Rng, prefix: string) => SimulatedSystem[];
+  /** Keep the event trace (to read a failing schedule). */
+  readonly trace?: boolean;
+  /** Override the drawn workload (tests of the explorer itself). */
+  readonly workload?: (rng: Rng, prefix: string) => Workload;
+}
+
+export interface ScheduleResult {
+  readonly seed: number;
+  readonly calls: number;
+  readonly faults: FaultCounts;
+  readonly workersStarted: number;
+  readonly violations: readonly Violation[];
+  readonly trace: readonly string[];
+}
+
+interface Worker {
+  readonly process: Process;
+  readonly gate: Gate;
+}
+
+interface Call {
+  readonly ref: string;
+  readonly block: ToolUseBlock;
+  readonly system: SimulatedSystem;
+  readonly tool: AnyTool;
+}
+
+const ASK_AGAIN = /^(EG_IN_PROGRESS|EG_LEDGER_UNAVAILABLE|EG_AWAITING_APPROVAL)\b/;
+
+export async function runSchedule(seed: number, options: ScheduleOptions): Promise<ScheduleResult> {
+  const rng = seededRng(seed);
+  const world = new World(rng.fork(), options.trace === true);
+  const opened = await options.ledger(seed, world.wall);
+  const base = opened.stores;
+  const scope = { tenant: opened.tenant, task: `schedule-${seed}` };
+  const workloadRng = rng.fork();
+  const workload = options.workload?.(workloadRng, opened.prefix) ?? drawWorkload(workloadRng);
+  const systemRng = rng.fork();
+  const systems: SimulatedSystem[] = options.systems?.(world, systemRng, opened.prefix) ??
+    workload.downstreams.map((config) => simulatedDownstream(world, systemRng.fork(), { ...config, name: `${opened.prefix}${config.name}` }));
+  const faults = new Faults(world, rng.fork(), workload.rates, { ...workload.budget });
+  const agentRng = rng.fork();
+  const violations: Violation[] = [];
+  const answers: Answer[] = [];
+  /** Runs of a tool, per process and tool_use id: "did this worker start the tool for this call?". */
+  const runs = new Map<string, number>();
+
+  // The agent's calls: each a logical call (ref) of one system's tool.
+  const calls: Call[] = [];
+  const callCount = Math.max(...workload.messages.flat(), -1) + 1;
+  for (let i = 0; i < callCount; i++) {
+    const system = systems[agentRng.int(systems.length)]!;
+    const ref = `${opened.prefix}call_${i}`;
+    const made = system.newCall(agentRng, ref);
+    const tool = system.toolsFor(world.process("probe-only")).find((t) => t.name === made.tool);
+    if (!tool) throw new Error(`simulated system ${system.name} made a call of ${made.tool}, which is not one of its tools`);
+    calls.push({ ref, system, tool, block: { type: "tool_use", id: `toolu_${i}`, name: made.tool, input: made.input } });
+  }
+  const messages = workload.messages.map((ids) => ids.map((i) => calls[i]!));
+
+  const live: Worker[] = [];
+  let started = 0;
+  let waitingForWorker: (() => void)[] = [];
+
+  function startWorker(name: string): Worker {
+    const process = world.process(name);
+    let gate!: Gate;
+    const tools = systems.flatMap((s) => s.toolsFor(process)).map((tool) => counted(tool, process));
+    gate = createGate({
+      tools,
+      ledger: faultyLedger(world, base, process, () => gate.owner, faults, {
+        overwrote: (p, owner, before, op) => violations.push({
+          seed, invariant: "I6",
+          message: `${p.name} (${owner}) wrote ${op} on ${before.key} while ${before.owner} held it (fence ${before.fence})`,
+        }),
+      }),
+      time: world.timeFor(process),
+      random: () => agentRng.next(),
+      leaseMs: workload.leaseMs,
+      waitMs: workload.waitMs,
+      probe: workload.probe,
+      onAlert: (a) => world.log(`${name} alert ${a.code}: ${a.message}`),
+      faults: (point) => (faults.atPoint(process, point) === "crash" ? new Promise<void>(() => undefined) : undefined),
+    });
+    const worker = { process, gate };
+    world.log(`${name} started (${gate.owner.split("/").slice(0, 2).join("/")})`);
+    return worker;
+  }
+
+  function counted(tool: AnyTool, process: Process): AnyTool {
+    return {
+      ...tool,
+      execute(input, ctx) {
+        const id = `${process.name}\u0001${ctx.toolUseId}`;
+        runs.set(id, (runs.get(id) ?? 0) + 1);
+        world.log(`${process.name} starts ${tool.name} for ${ctx.toolUseId} (attempt ${ctx.attempt}, fence ${ctx.fence})`);
+        return tool.execute(input, ctx);
+      },
+    };
+  }
+
+  function spawn(name = `worker-${++started}`): Worker {
+    const worker = startWorker(name);
+    live.push(worker);
+    const waiting = waitingForWorker;
+    waitingForWorker = [];
+    for (const wake of waiting) wake();
+    void world.died(worker.process).then(() => {
+      live.splice(live.indexOf(worker), 1);
+      // A replacement starts after a while, like a supervisor restarting a crashed container.
+      world.addTimer(agentRng.between(...workload.restartMs), () => {
+        const next = spawn();
+        if (agentRng.chance(workload.recoverOnStart)) void world.answerOf(next.process, next.gate.recover()).catch(() => undefined);
+      });
+    });
+    return worker;
+  }
+
+  async function anyWorker(): Promise<Worker> {
+    while (live.length === 0) await new Promise<void>((wake) => waitingForWorker.push(wake));
+    return live[agentRng.int(live.length)]!;
+  }
+
+  /**
+   * Sends one message to one worker; its answers, or "died" if the worker died first. Each call
+   * of the message goes through runToolUses on its own, all at once (as runToolUses runs a
+   * message's calls), so each answer is seen the moment it is given: whether this worker had
+   * started the tool for that call by then is exact (I4).
+   */
+  async function ask(worker: Worker, message: readonly Call[], phase: Answer["phase"]): Promise<ToolResultBlock[] | "died"> {
+    const one = (call: Call): Promise<ToolResultBlock> =>
+      world.answerOf(worker.process, worker.gate.runToolUses([call.block], scope)).then(([block]) => {
+        if (!block) throw new Error(`runToolUses gave no answer for ${call.block.id}`);
+        answers.push({
+          ref: call.ref, toolUseId: call.block.id, worker: worker.process.name, phase, at: world.now,
+          content: block.content, isError: block.is_error === true,
+          ranHere: (runs.get(`${worker.process.name}\u0001${call.block.id}`) ?? 0) > 0,
+        });
+        world.log(`agent ← ${worker.process.name} ${call.block.id}: ${block.is_error === true ? "error " : ""}${block.content.slice(0, 160)}`);
+        return block;
+      });
+    const answered = Promise.all(message.map(one)).catch((err: unknown) => {
+      violations.push({ seed, invariant: "I3", message: `runToolUses threw on ${worker.process.name}: ${String(err)}` });
+      return "died" as const;
+    });
+    return Promise.race([answered, world.died(worker.process).then(() => "died" as const)]);
+  }
+
+  async function deliver(message: readonly Call[]): Promise<void> {
+    for (let attempt = 0; attempt < 6; attempt++) {
+      const first = await anyWorker();
+      const targets = [first];
+      if (agentRng.chance(workload.twin)) targets.push(live.length > 1 ? live.find((w) => w !== first)! : spawnTwin());
+      world.log(`agent → ${targets.map((t) => t.process.name).join(" + ")}: ${message.map((c) => c.block.id).join(", ")}`);
+      const outs = await Promise.all(targets.map((t) => ask(t, message, "run")));
+      const answered = outs.filter((o): o is ToolResultBlock[] => o !== "died");
+      const settled = answered.some((blocks) => blocks.every((b) => !ASK_AGAIN.test(b.content)));
+      if (settled && !agentRng.chance(workload.replay)) return;
+      await world.until(world.now + agentRng.pick([1, 200, 3_000, workload.leaseMs + 1]));
+    }
+  }
+
+  function spawnTwin(): Worker {
+    return live.length < workload.workers ? spawn() : live[0]!;
+  }
+
+  /** A person deciding approval requests (destructive calls) from time to time, on the ledger itself. */
+  async function decidePending(): Promise<void> {
+    const governance = base.governance;
+    if (!governance) return;
+    for (const request of await world.track(governance.listApprovals({ tenant: scope.tenant, state: "pending" }))) {
+      const approve = agentRng.chance(0.85);
+      await world.track(decideApproval(governance, request.id, { approve, by: "explorer", note: approve ? "looks right" : "not this one" }, world.wall()));
+      world.log(`person ${approve ? "approved" : "denied"} ${request.id} (${request.tool})`);
+    }
+  }
+  let approving = true;
+  const approver = async () => {
+    while (approving) {
+      await world.until(world.now + agentRng.pick([50, 1_000, 10_000]));
+      if (approving) await decidePending();
+    }
+  };
+
+  let records: CallRecord[] = [];
+  let finalRecovery: string | undefined;
+  const main = (async () => {
+    for (let i = 0; i < workload.workers; i++) spawn();
+    const person = approver();
+    for (const message of messages) await deliver(message);
+    approving = false;
+    await person;
+    await decidePending();
+
+    // Settle: no more faults; thaw everything, let the live workers finish, recover, replay once.
+    faults.stop();
+    const operator = startWorker("final");
+    const horizon = Math.max(workload.leaseMs, ...calls.map((c) => c.tool.settleMs ?? 0)) + 1;
+    const heldNow = async () =>
+      (await world.track(base.calls.list({ tenant: scope.tenant, limit: 1000 }))).filter((r) => r.state === "in_progress" || r.state === "uncertain");
+    for (let round = 0; ; round++) {
+      // Recover until nothing is held, then replay every message once (as the agent resuming would).
+      await Promise.all(live.map((w) => world.answerOf(w.process, w.gate.drain())));
+      await world.answerOf(operator.process, operator.gate.recover());
+      let held = await heldNow();
+      if (held.length === 0) {
+        await decidePending();
+        for (const message of messages) await ask(operator, message, "final");
+        await operator.gate.drain();
+        held = await heldNow();
+        const open = answers.filter((a) => a.phase === "final").slice(-calls.length).some((a) => ASK_AGAIN.test(a.content));
+        if (held.length === 0 && !open) break;
+      }
+      if (round >= 40) {
+        finalRecovery = `after 40 rounds of recovery and replay, ${held.map((r) => `${r.key} (${r.state}, owner ${r.owner ?? "none"})`).join(", ") || "some answers"} still not settled`;
+        break;
+      }
+      await world.until(world.now + horizon + 30_000);
+    }
+    await operator.gate.drain();
+    for (const w of [...live, operator]) await w.gate.close();
+    records = await world.track(base.calls.list({ tenant: scope.tenant, limit: 1000 }));
+  })();
+
+  const ended = await world.run(main);
+  if (ended !== "done") {
+    violations.push({ seed, invariant: "I3", message: ended === "stuck" ? "the schedule deadlocked: nothing could move and the agent was still waiting" : "the schedule did not settle within its step budget (a livelock)" });
+  } else {
+    await main;
+  }
+  if (finalRecovery) violations.push({ seed, invariant: "I3", message: finalRecovery });
+  for (const w of live) w.process.state = "dead";
+  violations.push(...checkInvariants(seed, { calls, answers, records: new Map(records.map((r) => [r.key, r])) }));
+  await opened.release();
+  return {
+    seed, calls: calls.length, faults: faults.counts, workersStarted: started + 1,
+    violations: dedupe(violations), trace: world.trace,
+  };
+}
+
+function dedupe(violations: readonly Violation[]): Violation[] {
+  const out: Violation[] = [];
+  for (const v of violations) if (!out.some((o) => isDeepStrictEqual(o, v))) out.push(v);
+  return out;
+}

@@ -1,0 +1,83 @@
+/**
+ * What one schedule does, drawn from its seed: the downstream systems and their behaviour, the
+ * gate's settings, the agent's messages, how often they are delivered twice, and which faults are
+ * injected how often. Every built-in downstream keeps the assumptions the guarantee states
+ * (docs/guarantees.md): a request lands within the tool's settleMs, and a tool that waits before
+ * sending (a window in which its process may stall past its lease and then send late) talks to a
+ * downstream that honours keys: fences alone cannot refuse a late request that lands first.
+ */
+import type { FaultRates } from "./faults.js";
+import type { DownstreamConfig } from "./downstream.js";
+import type { Rng } from "./rng.js";
+
+export interface Workload {
+  readonly downstreams: readonly DownstreamConfig[];
+  readonly workers: number;
+  readonly leaseMs: number;
+  readonly waitMs: number;
+  readonly probe: { readonly attempts: number; readonly initialDelayMs: number; readonly maxDelayMs: number };
+  /** Messages of tool calls; the agent sends each to a worker, then re-sends as needed. */
+  readonly messages: readonly (readonly number[])[];
+  /** Probability a message is delivered to two workers at once. */
+  readonly twin: number;
+  /** Probability the agent sends a message again after it was answered (a resume, a duplicate delivery). */
+  readonly replay: number;
+  /** How long after a crash the replacement worker starts. */
+  readonly restartMs: readonly [number, number];
+  /** Whether a restarted worker first runs gate.recover(). */
+  readonly recoverOnStart: number;
+  readonly rates: FaultRates;
+  readonly budget: { readonly crashes: number; readonly freezes: number; readonly failures: number };
+}
+
+const PROFILES: readonly FaultRates[] = [
+  { crash: 0, freeze: 0, freezeMs: [0, 0], fail: 0, lostReply: 0 },
+  { crash: 0.03, freeze: 0.01, freezeMs: [100, 3_000], fail: 0.03, lostReply: 0.03 },
+  { crash: 0.08, freeze: 0.03, freezeMs: [500, 10_000], fail: 0.06, lostReply: 0.06 },
+  { crash: 0.15, freeze: 0.05, freezeMs: [1_000, 30_000], fail: 0.1, lostReply: 0.1 },
+];
+
+export function drawDownstream(rng: Rng, name: string): DownstreamConfig {
+  const honoursKeys = rng.chance(0.35);
+  const enforcesFence = rng.chance(0.4);
+  const probe = rng.chance(0.75);
+  const timeoutMs = rng.pick([50, 200, 1_000, 5_000]);
+  const maxLandMs = rng.pick([0, 10, 100, 1_000, 8_000]);
+  // The tool's declared settleMs covers every landing (the guarantee's assumption), or is absent.
+  const settleMs = rng.chance(0.8) ? maxLandMs + rng.pick([0, 1, 50, 500]) : undefined;
+  return {
+    name, effect: rng.chance(0.2) ? "destructive" : "write",
+    honoursKeys, enforcesFence, probe, probeSeesInflight: rng.chance(0.5),
+    maxLandMs, settleMs, replyDelayMs: rng.pick([0, 5, 50, 2_000]), timeoutMs,
+    dropReply: rng.pick([0, 0.05, 0.2]), reject: rng.pick([0, 0.05]), unavailable: rng.pick([0, 0.05, 0.15]),
+    honoursCancel: rng.chance(0.5), toolHonoursAbort: rng.chance(0.6),
+    preSendMs: honoursKeys ? rng.pick([0, 0, 20, 400]) : 0,
+  };
+}
+
+export function drawWorkload(rng: Rng, downstreams?: readonly DownstreamConfig[]): Workload {
+  const systems = downstreams ?? Array.from({ length: rng.between(1, 3) }, (_, i) => drawDownstream(rng, `tool_${String.fromCharCode(97 + i)}`));
+  const leaseMs = rng.pick([300, 1_000, 5_000, 30_000]);
+  const calls = rng.between(1, 6);
+  const messages: number[][] = [];
+  for (let i = 0; i < calls; ) {
+    const size = Math.min(calls - i, rng.between(1, 3));
+    messages.push(Array.from({ length: size }, (_, j) => i + j));
+    i += size;
+  }
+  const profile = rng.pick(PROFILES);
+  return {
+    downstreams: systems,
+    workers: rng.between(1, 3),
+    leaseMs,
+    waitMs: rng.pick([0, leaseMs / 2, leaseMs * 2]),
+    probe: { attempts: rng.between(1, 6), initialDelayMs: rng.pick([1, 50, 200]), maxDelayMs: rng.pick([100, 2_000]) },
+    messages,
+    twin: rng.pick([0, 0.2, 0.6]),
+    replay: rng.pick([0, 0.3]),
+    restartMs: [10, rng.pick([100, 2_000, 40_000])],
+    recoverOnStart: rng.pick([0, 0.5, 1]),
+    rates: profile,
+    budget: { crashes: rng.between(0, 3), freezes: rng.between(0, 2), failures: rng.between(0, 4) },
+  };
+}

@@ -1,0 +1,157 @@
+/**
+ * The defects the fault explorer found while it was being built, each replayed here as a scripted
+ * schedule on simulated time (deterministic: no sleeps, no real clock), with the downstream's own
+ * counters as the ground truth. Each test failed before its fix.
+ */
+import { describe, expect, it } from "vitest";
+import type { ToolUseBlock } from "../../src/core/blocks.js";
+import type { Stores } from "../../src/contracts/stores.js";
+import type { Alert } from "../../src/gate/alerts.js";
+import { createGate, type GateOptions } from "../../src/root/create-gate.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import { simulatedDownstream, type DownstreamConfig } from "../../src/testing/explorer/downstream.js";
+import { seededRng } from "../../src/testing/explorer/rng.js";
+import { World } from "../../src/testing/explorer/world.js";
+
+const scope = { tenant: "acme", task: "t-1" };
+
+const PLAIN: DownstreamConfig = {
+  name: "charge", effect: "write", honoursKeys: false, enforcesFence: false, probe: true, probeSeesInflight: false,
+  maxLandMs: 0, settleMs: 0, replyDelayMs: 0, timeoutMs: 1_000, dropReply: 0, reject: 0, unavailable: 0,
+  honoursCancel: false, toolHonoursAbort: true, preSendMs: 0,
+};
+
+function simulation(config: Partial<DownstreamConfig>, ledger?: (world: World) => Stores) {
+  const world = new World(seededRng(7), true);
+  const stores = ledger?.(world) ?? memoryLedger({ clock: world.wall });
+  const downstream = simulatedDownstream(world, seededRng(8), { ...PLAIN, ...config });
+  const alerts: Alert[] = [];
+  const worker = (name: string, options: Partial<GateOptions> = {}) => {
+    const process = world.process(name);
+    const gate = createGate({
+      tools: downstream.toolsFor(process), ledger: options.ledger ?? stores, time: world.timeFor(process),
+      onAlert: (a) => alerts.push(a), leaseMs: 1_000, probe: { attempts: 3, initialDelayMs: 10, maxDelayMs: 100 }, ...options,
+    });
+    return { process, gate };
+  };
+  const call: ToolUseBlock = { type: "tool_use", id: "toolu_1", name: "charge", input: { ref: "call_1", amount: 10 } };
+  /** Runs `main` in the world until it is done; a deadlock or a livelock fails the test. */
+  async function run<T>(main: Promise<T>): Promise<T> {
+    expect(await world.run(main), world.trace.join("\n")).toBe("done");
+    return main;
+  }
+  return { world, stores, downstream, worker, call, run, alerts };
+}
+
+describe("found by the fault explorer", () => {
+  it("a downstream that honours keys: after a timeout, a retry answered 503 does not make the call 'failed, nothing happened'", async () => {
+    // The first request is slow (applied after the timeout), the retry with the same key gets a 503.
+    const sim = simulation({ honoursKeys: true, timeoutMs: 100, script: [{ fate: "apply", landMs: 1_000 }, { fate: "unavailable", landMs: 5 }] });
+    const { gate } = sim.worker("worker-1", { retry: { write: { attempts: 2, initialDelayMs: 10, maxDelayMs: 10 } } });
+    const [first] = await sim.run(gate.runToolUses([sim.call], scope));
+    expect(first!.content).not.toMatch(/nothing happened|EG_TOOL_FAILED/);
+    // Settled: once the slow request landed, a replay answers with it; the record agrees.
+    await sim.run(sim.world.until(sim.world.now + 5_000));
+    const [replayed] = await sim.run(gate.runToolUses([sim.call], scope));
+    expect(sim.downstream.effects("call_1")).toBe(1);
+    expect(replayed).toMatchObject({ is_error: false });
+    expect(JSON.parse(replayed!.content)).toEqual(sim.downstream.resultOf("call_1"));
+    expect(await sim.stores.calls.get("acme", "toolu_1")).toMatchObject({ state: "completed" });
+  });
+
+  it("a tool that ignores the abort and sends only after its timeout is not sent again until its own send can no longer land", async () => {
+    // The tool waits 400 ms before sending (a token fetch), past its 200 ms timeout; its request is applied, its reply lost.
+    const sim = simulation({ timeoutMs: 200, toolHonoursAbort: false, preSendMs: 400, settleMs: 10, maxLandMs: 10, script: [{ fate: "apply", landMs: 0, dropReply: true }] });
+    const { gate } = sim.worker("worker-1", { probe: { attempts: 2, initialDelayMs: 1, maxDelayMs: 2_000 } });
+    const [answer] = await sim.run(gate.runToolUses([sim.call], scope));
+    // Let anything still running (a second run, waiting out its own pre-send delay) finish.
+    await sim.run(sim.world.until(sim.world.now + 10_000));
+    expect(sim.downstream.sends("call_1")).toBe(1);
+    expect(sim.downstream.effects("call_1")).toBe(1);
+    expect(answer).toMatchObject({ is_error: false });
+    expect(JSON.parse(answer!.content)).toEqual(sim.downstream.resultOf("call_1"));
+  });
+
+  it("two workers replaying a call whose probe takes longer than the lease do not take it from each other forever", async () => {
+    // The holder died after its request; the request may land for 5 s (settleMs), each probe round takes 200 ms.
+    const sim = simulation({ settleMs: 5_000, maxLandMs: 5_000, timeoutMs: 100, script: [{ fate: "reject", landMs: 10 }] });
+    const dead = sim.worker("worker-0", { leaseMs: 300, faults: (point) => (point === "after_claim" ? new Promise(() => undefined) : undefined) });
+    void dead.gate.runToolUses([sim.call], scope);
+    await sim.run(sim.world.until(10));
+    sim.world.kill(dead.process, "after its claim");
+    const probeRounds = { attempts: 4, initialDelayMs: 200, maxDelayMs: 200 };
+    const a = sim.worker("worker-1", { leaseMs: 300, waitMs: 600, probe: probeRounds });
+    const b = sim.worker("worker-2", { leaseMs: 300, waitMs: 600, probe: probeRounds });
+    await sim.run(sim.world.until(400));
+    const answers = await sim.run(Promise.all([a.gate.runToolUses([sim.call], scope), b.gate.runToolUses([sim.call], scope)]));
+    expect(answers).toHaveLength(2);
+    expect(sim.downstream.sends("call_1")).toBeLessThanOrEqual(1);
+  });
+
+  it("a holder that ran the tool and got the reply after losing the call settles the record a person was asked about", async () => {
+    const sim = simulation({ probe: false, settleMs: undefined, script: [{ fate: "apply", landMs: 50, replyMs: 5_000 }] });
+    const slow = sim.worker("worker-1", { leaseMs: 300, timeoutMs: 10_000 });
+    const answer = slow.gate.runToolUses([sim.call], scope);
+    await sim.run(sim.world.until(100));
+    // Frozen past its lease (SIGSTOP); another worker replays the call, cannot probe it, and asks a person.
+    sim.world.freeze(slow.process, 6_000, "past its lease");
+    await sim.run(sim.world.until(sim.world.now + 1_000));
+    const other = sim.worker("worker-2", { leaseMs: 300, waitMs: 0 });
+    const [asked] = await sim.run(other.gate.runToolUses([sim.call], scope));
+    expect(asked!.content).toMatch(/^EG_NEEDS_HUMAN/);
+    const [got] = await sim.run(answer);
+    expect(got).toMatchObject({ is_error: false });
+    expect(JSON.parse(got!.content)).toEqual(sim.downstream.resultOf("call_1"));
+    // The ledger learnt it: every replay now gets the same result, and nobody is asked any more.
+    expect(await sim.stores.calls.get("acme", "toolu_1")).toMatchObject({ state: "completed", result: sim.downstream.resultOf("call_1") });
+    const [replayed] = await sim.run(other.gate.runToolUses([sim.call], scope));
+    expect(replayed!.content).toBe(got!.content);
+    expect(sim.downstream.effects("call_1")).toBe(1);
+  });
+
+  it("a downstream that never answers in time: the call goes to a person after 10 starts instead of staying uncertain forever", async () => {
+    // Every request lands after 200 ms, the timeout is 50 ms, and the downstream drops a cancelled
+    // request; while one is in flight the probe says "running", so each replay parks the call again.
+    const sim = simulation({
+      honoursKeys: true, honoursCancel: true, probeSeesInflight: true, timeoutMs: 50, settleMs: 200, maxLandMs: 200,
+      script: Array.from({ length: 40 }, () => ({ fate: "apply" as const, landMs: 200 })),
+    });
+    const { gate } = sim.worker("worker-1");
+    let last = "";
+    for (let round = 0; round < 20 && !last.startsWith("EG_NEEDS_HUMAN"); round++) {
+      const [answer] = await sim.run(gate.runToolUses([sim.call], scope));
+      last = answer!.content;
+      await sim.run(sim.world.until(sim.world.now + 1_000));
+    }
+    expect(last, last).toMatch(/^EG_NEEDS_HUMAN: .*was started 10 times without a definite outcome/);
+    expect(sim.downstream.sends("call_1")).toBe(10);
+    expect(sim.downstream.effects("call_1")).toBe(0);
+    expect(await sim.stores.calls.get("acme", "toolu_1")).toMatchObject({ state: "needs_human", attempts: 10 });
+  });
+
+  it("a re-run whose start could not be recorded says the outcome is unknown, never that nothing was executed", async () => {
+    // The first request is slow (outcome unknown); the probe says absent past the horizon; the write counting the re-run fails.
+    let failReruns = true;
+    const sim = simulation({ timeoutMs: 100, settleMs: 50, maxLandMs: 50, script: [{ fate: "reject", landMs: 300 }] }, (world) => {
+      const base = memoryLedger({ clock: world.wall });
+      const calls = new Proxy(base.calls, {
+        get(target, name, receiver) {
+          if (name !== "update") return Reflect.get(target, name, receiver);
+          return (...args: Parameters<typeof base.calls.update>) => {
+            if (failReruns && args[3].countAttempt === true) {
+              return Promise.reject(new Error("the ledger is unavailable (could not update: disk full). The tool was not started by this request; replay this same call once the ledger is reachable to run it or get its outcome."));
+            }
+            return target.update(...args);
+          };
+        },
+      });
+      return { ...base, calls };
+    });
+    const { gate } = sim.worker("worker-1", { probe: { attempts: 3, initialDelayMs: 100, maxDelayMs: 100 } });
+    const [answer] = await sim.run(gate.runToolUses([sim.call], scope));
+    failReruns = false;
+    expect(answer!.content).toMatch(/^EG_NEEDS_HUMAN: /);
+    expect(answer!.content).not.toMatch(/nothing was executed|not started by this request/i);
+    expect(sim.downstream.sends("call_1")).toBe(1);
+  });
+});
