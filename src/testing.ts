@@ -13,6 +13,13 @@
  * runs the store contract suites (calls and checkpoints; sagas, governance and reconcile when the
  * bundle has them) against your own store, in your vitest; see docs/testing.md. This entry never
  * loads vitest itself: you pass in `import * as vitest from "vitest"`.
+ *
+ *   const report = await explore({ schedules: 10_000, ledger: "sqlite" })
+ *
+ * runs the fault explorer: seeded schedules of agents, twins, crashes, stalls, ledger faults and
+ * misbehaving downstreams on simulated time, each checked against invariants I1–I6; a violation
+ * names its seed, and `explore({ seed, schedules: 1, trace: true })` replays it exactly.
+ * `exploreKills` does the same with real child processes killed by SIGKILL. See docs/testing.md.
  */
 import type { FaultContext, FaultPoint } from "./gate/faults.js";
 import type { SagaFaultPoint } from "./saga/faults.js";
@@ -37,3 +44,13 @@ export function killAt<P extends FaultPoint | SagaFaultPoint>(point: P, options:
     }
   };
 }
+
+export { explore, type ExploreOptions, type ExploreReport, type ExplorerLedger } from "./testing/explorer/explore.js";
+export { exploreKills, type KillOptions, type KillReport, type KillRun } from "./testing/explorer/kills.js";
+export { INVARIANTS, type Invariant, type Violation } from "./testing/explorer/invariants.js";
+export { simulatedDownstream, type DownstreamConfig, type ScriptedRequest, type SimulatedSystem } from "./testing/explorer/downstream.js";
+export { drawDownstream, drawWorkload, type Workload } from "./testing/explorer/workload.js";
+export type { ScheduleLedger, ScheduleResult } from "./testing/explorer/schedule.js";
+export type { FaultCounts, FaultRates } from "./testing/explorer/faults.js";
+export { World, SIM_EPOCH, type Process } from "./testing/explorer/world.js";
+export { seededRng, type Rng } from "./testing/explorer/rng.js";

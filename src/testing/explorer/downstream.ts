@@ -68,6 +68,12 @@ export interface DownstreamConfig {
   readonly preSendMs: number;
   /** What happens to the first requests, in order (a scripted scenario); later ones are drawn from the rates above. */
   readonly script?: readonly ScriptedRequest[];
+  /**
+   * Break one of the guarantee's assumptions on purpose, to see the explorer catch it:
+   * "probe_lies" (the probe always says absent), "claims_idempotent" (the tool says
+   * downstreamIdempotent though the downstream does not honour keys).
+   */
+  readonly lie?: "probe_lies" | "claims_idempotent";
 }
 
 export interface ScriptedRequest {
@@ -117,7 +123,9 @@ export function simulatedDownstream(world: World, rng: Rng, config: DownstreamCo
       let cancelled = false;
       let answered = false;
       const answer = (fn: () => void) => {
-        if (!answered) (answered = true), fn();
+        if (answered) return;
+        answered = true;
+        fn();
       };
       if (signal) {
         if (signal.aborted) return answer(() => reject(Object.assign(new Error("aborted before sending"), { name: "AbortError" })));
@@ -184,7 +192,7 @@ export function simulatedDownstream(world: World, rng: Rng, config: DownstreamCo
       input: callInput,
       timeoutMs: config.timeoutMs,
       ...(config.settleMs === undefined ? {} : { settleMs: config.settleMs }),
-      ...(config.honoursKeys ? { downstreamIdempotent: true } : {}),
+      ...(config.honoursKeys || config.lie === "claims_idempotent" ? { downstreamIdempotent: true } : {}),
       ...(config.effect === "destructive"
         ? { dryRun: (input: { ref: string; amount: number }) => ({ effect: `would_${config.name}`, would_affect: { ref: input.ref, amount: input.amount }, reversible: false }) }
         : {}),
@@ -196,6 +204,7 @@ export function simulatedDownstream(world: World, rng: Rng, config: DownstreamCo
         ? {
             async probe(_input: { ref: string; amount: number }, ctx: ToolContext): Promise<ProbeResult<unknown>> {
               await world.running(process);
+              if (config.lie === "probe_lies") return { status: "absent" };
               const found = byKey.get(ctx.idempotencyKey);
               if (found) return { status: "done", result: structuredClone(found.result) };
               if (config.probeSeesInflight && (inflight.get(ctx.idempotencyKey) ?? 0) > 0) return { status: "running" };

@@ -68,7 +68,7 @@ export async function explore(options: ExploreOptions = {}): Promise<ExploreRepo
     for (let i = 0; i < count; i++) {
       const seed = first + i;
       const result = await runSchedule(seed, {
-        ledger: opener.open, trace: options.trace === true,
+        ledger: (s, clock) => opener.open(s, clock), trace: options.trace === true,
         ...(options.systems ? { systems: options.systems } : {}),
         ...(options.workload ? { workload: options.workload } : {}),
       });

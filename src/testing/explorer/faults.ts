@@ -3,7 +3,6 @@
  * schedule, and a budget keeps every schedule finite (a process killed at every step would never
  * finish anything). Every decision comes from the schedule's generator, in the order the run asks.
  */
-import type { FaultPoint } from "../../gate/faults.js";
 import type { Rng } from "./rng.js";
 import type { Process, World } from "./world.js";
 
@@ -87,7 +86,7 @@ export class Faults {
   }
 
   /** At one of the gate's named points (after the claim, after the tool returned, after the record). */
-  atPoint(process: Process, point: FaultPoint | string): "ok" | "crash" {
+  atPoint(process: Process, point: string): "ok" | "crash" {
     if (!this.exposed(process)) return "ok";
     if (this.budget.crashes > 0 && this.rng.chance(this.rates.crash * 2)) {
       this.budget.crashes--;

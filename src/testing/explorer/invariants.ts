@@ -101,7 +101,7 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
         }
       }
     } else if (successes.length > 0) {
-      const expected = record?.state === "completed" ? renderResult(record.result as Json) : undefined;
+      const expected = record?.state === "completed" ? renderResult(record.result) : undefined;
       for (const a of successes) {
         if (expected === undefined) {
           fail("I5", `${a.worker} answered ${a.toolUseId} with a result, but its record is ${record?.state ?? "missing"}`);

@@ -100,11 +100,12 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
 
   function startWorker(name: string): Worker {
     const process = world.process(name);
-    let gate!: Gate;
     const tools = systems.flatMap((s) => s.toolsFor(process)).map((tool) => counted(tool, process));
-    gate = createGate({
+    // The ledger wrapper reads the gate's owner id lazily, once the gate exists.
+    const holder: { gate?: Gate } = {};
+    const gate = createGate({
       tools,
-      ledger: faultyLedger(world, base, process, () => gate.owner, faults, {
+      ledger: faultyLedger(world, base, process, () => holder.gate?.owner ?? "", faults, {
         overwrote: (p, owner, before, op) => violations.push({
           seed, invariant: "I6",
           message: `${p.name} (${owner}) wrote ${op} on ${before.key} while ${before.owner} held it (fence ${before.fence})`,
@@ -118,6 +119,7 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
       onAlert: (a) => world.log(`${name} alert ${a.code}: ${a.message}`),
       faults: (point) => (faults.atPoint(process, point) === "crash" ? new Promise<void>(() => undefined) : undefined),
     });
+    holder.gate = gate;
     const worker = { process, gate };
     world.log(`${name} started (${gate.owner.split("/").slice(0, 2).join("/")})`);
     return worker;

@@ -147,7 +147,10 @@ export class World {
   answerOf<T>(process: Process, work: Promise<T>): Promise<T> {
     return work.then(
       (value) => (process.state === "dead" ? new Promise<T>(() => undefined) : value),
-      (err: unknown) => (process.state === "dead" ? new Promise<T>(() => undefined) : Promise.reject(err)),
+      (err: unknown) => {
+        if (process.state === "dead") return new Promise<T>(() => undefined);
+        throw err;
+      },
     );
   }
 
