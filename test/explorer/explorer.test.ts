@@ -12,10 +12,12 @@ import { drawWorkload } from "../../src/testing/explorer/workload.js";
 import type { DownstreamConfig, SimulatedSystem } from "../../src/testing/explorer/downstream.js";
 import type { Rng } from "../../src/testing/explorer/rng.js";
 import type { World } from "../../src/testing/explorer/world.js";
+import type { exploreKills as exploreKillsType } from "../../src/testing/explorer/kills.js";
 import { requireBuild } from "../support/processes.js";
 import { usePostgres } from "../support/pg.js";
 
 const db = usePostgres();
+const DIST_TESTING = new URL("../../dist/testing.js", import.meta.url).href;
 
 /** Random labels (approval and owner ids) differ between runs; the schedule does not. */
 const normalized = (trace: readonly string[]) => trace.map((l) => l.replace(/apr_[0-9a-f]+/g, "apr_*").replace(/\(vm[^)]*\)|\([^)]*\/[0-9]+\)/g, "(owner)"));
@@ -146,7 +148,8 @@ describe("the fixed-seed sample CI runs: zero violations", () => {
 
   it("real SIGKILLs: 150 child processes on SQLite and 60 on PostgreSQL, killed at seeded durable steps", async () => {
     requireBuild();
-    const { exploreKills } = (await import("../../dist/testing.js")) as typeof import("../../src/testing.js");
+    // The children run the built package, so the parent does too.
+    const { exploreKills } = (await import(DIST_TESTING)) as { exploreKills: typeof exploreKillsType };
     const sqlite = await exploreKills({ seed: 1, runs: 150, ledger: "sqlite" });
     expect(sqlite.violations).toEqual([]);
     expect(sqlite.kills).toBeGreaterThan(100);
