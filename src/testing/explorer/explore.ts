@@ -47,7 +47,7 @@ export interface ExploreReport {
   readonly workersStarted: number;
   readonly violations: readonly Violation[];
   readonly byInvariant: Readonly<Record<Invariant, number>>;
-  /** The traces of the schedules that violated something (with `trace: true`). */
+  /** With `trace: true`: the traces of the schedules that violated something (the first 20), or of the one schedule run. */
   readonly traces: ReadonlyMap<number, readonly string[]>;
   readonly ms: number;
 }
@@ -77,10 +77,8 @@ export async function explore(options: ExploreOptions = {}): Promise<ExploreRepo
       workersStarted += result.workersStarted;
       for (const k of Object.keys(faults) as (keyof FaultCounts)[]) faults[k] += result.faults[k];
       for (const v of result.violations) byInvariant[v.invariant]++;
-      if (result.violations.length > 0) {
-        if (violations.length < 200) violations.push(...result.violations);
-        if (options.trace === true && traces.size < 20) traces.set(seed, result.trace);
-      }
+      if (result.violations.length > 0 && violations.length < 200) violations.push(...result.violations);
+      if (options.trace === true && (result.violations.length > 0 || count === 1) && traces.size < 20) traces.set(seed, result.trace);
       options.onSchedule?.(result);
       if (options.stopAtFirstViolation === true && result.violations.length > 0) break;
     }
