@@ -128,9 +128,7 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
       // A run that ignored the abort is still going, so it may send its request only now: wait for it
       // to settle, and if it ends without a reply, the horizon counts from then (its last possible send).
       await sleepUnless(rt.time, policy.probe.maxDelayMs, late.settled);
-      // (Read again after the wait: the run settles meanwhile.)
-      const ended = late as LateRun;
-      if (ended.done === true && !ended.value) verdict = await probeUntilKnown(call, run.record, { ...probeOptions, absentFrom: horizonFrom(rt.time.monotonic()) });
+      if (endedWithoutReply(late)) verdict = await probeUntilKnown(call, run.record, { ...probeOptions, absentFrom: horizonFrom(rt.time.monotonic()) });
       if (verdict.kind === "done") return recordSuccess(rt, call, run.record, toJson(verdict.result));
     }
     if (verdict.kind === "absent" && late?.value) return recordSuccess(rt, call, run.record, toJson(late.value.result));
@@ -157,6 +155,11 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
     }
     return needsHumanResult(call.toolUseId, parked.record);
   }
+}
+
+/** Whether the run settled without a value (read after a wait: it settles meanwhile). */
+function endedWithoutReply(run: LateRun): boolean {
+  return run.done === true && !run.value;
 }
 
 export async function runWithTimeout(

@@ -9,7 +9,7 @@
  *   replay in this process is answered with the true result meanwhile.
  */
 import { isDeepStrictEqual } from "node:util";
-import { messageOf, reasonAfterStart } from "../core/errors.js";
+import { reasonAfterStart } from "../core/errors.js";
 import { sleepOn } from "../core/time.js";
 import type { ToolResultBlock } from "../core/blocks.js";
 import type { CallRecord, RecordUpdate } from "../contracts/calls.js";
