@@ -13,6 +13,8 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    // Every temporary file of the run goes to one folder; anything left there at the end fails the run.
+    globalSetup: ["test/support/temp-check.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },

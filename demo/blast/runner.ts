@@ -18,6 +18,7 @@ import { groundTruth, type GroundTruth } from "./truth.js";
 import { configPath, killLogPath, outcomeLogPath, tasksOf, workerRoles, type WorkerConfig, type WorkerRole } from "./worker.js";
 import { buildWorkload, type Workload } from "./workload.js";
 import { withScratchDir } from "../scratch.js";
+import { keepSqliteLedger, keptLedgerPath, type KeptLedger } from "./keep.js";
 
 /** The default size: measured to finish well under a minute on a 2-core machine (docs/demo.md). */
 export const DEFAULT_TASKS = 120;
@@ -38,6 +39,8 @@ export interface BlastOptions {
   readonly onProgress?: (progress: Progress) => void;
   /** Longest one worker process may take (default 120 s). */
   readonly workerTimeoutMs?: number;
+  /** Keep each level's ledger: SQLite files copied under this directory, PostgreSQL schemas not dropped (keep.ts). */
+  readonly keep?: string;
 }
 
 export interface Progress {
@@ -69,6 +72,8 @@ export interface BlastRun {
   readonly store: StoreChoice["kind"];
   readonly workload: Workload;
   readonly rows: readonly LevelRow[];
+  /** The ledgers kept with `keep`, in level order. */
+  readonly kept: readonly KeptLedger[];
 }
 
 export async function runBlast(options: BlastOptions): Promise<BlastRun> {
@@ -84,6 +89,7 @@ export async function runBlast(options: BlastOptions): Promise<BlastRun> {
       else availability.set(level, { available: false, waitingFor: a.waitingFor });
     }
     const rows: LevelRow[] = [];
+    const kept: KeptLedger[] = [];
     for (const level of chosen) {
       const unavailable = availability.get(level);
       if (unavailable) {
@@ -91,13 +97,15 @@ export async function runBlast(options: BlastOptions): Promise<BlastRun> {
         continue;
       }
       const dir = join(root, `level-${level.key}`);
-      rows.push({ level, result: await runLevel(level, dir, workload, options, runnable.indexOf(level), runnable.length) });
+      rows.push({ level, result: await runLevel(level, dir, workload, options, runnable.indexOf(level), runnable.length, kept) });
     }
-    return { seed: options.seed, tasks: options.tasks, store: options.store.kind, workload, rows };
+    return { seed: options.seed, tasks: options.tasks, store: options.store.kind, workload, rows, kept };
   });
 }
 
-async function runLevel(level: Level, dir: string, workload: Workload, options: BlastOptions, index: number, of: number): Promise<LevelRow["result"]> {
+async function runLevel(
+  level: Level, dir: string, workload: Workload, options: BlastOptions, index: number, of: number, kept: KeptLedger[],
+): Promise<LevelRow["result"]> {
   mkdirSync(dir, { recursive: true });
   const services = await startServices({ workload });
   const store: StoreSpec = options.store.kind === "sqlite"
@@ -142,12 +150,22 @@ async function runLevel(level: Level, dir: string, workload: Workload, options: 
     const kills = readLines<unknown>(killLogPath(dir)).length;
     const truth = groundTruth(workload, services.effects, outcomes);
     if (process.env.EFFECTGATE_DEMO_KEEP === "1") writeFileSync(join(dir, "truth.json"), JSON.stringify(truth, null, 1));
+    if (options.keep !== undefined) {
+      // Levels without a ledger (0-2, ref) have nothing to keep.
+      if (store.kind === "sqlite" && existsSync(store.path)) {
+        const to = keptLedgerPath(options.keep, level.key);
+        await keepSqliteLedger(store.path, to);
+        kept.push({ level: level.key, kind: "sqlite", path: to });
+      } else if (store.kind === "postgres" && level.audit) {
+        kept.push({ level: level.key, kind: "postgres", schema: store.schema });
+      }
+    }
     return { available: true, truth, audit, wallMs, kills, injected: { ...services.injected, drifted } };
   } finally {
     // A worker still running here means another one failed: stop it before its services go.
     for (const child of running) child.kill("SIGKILL");
     await services.close();
-    if (store.kind === "postgres") await dropSchema(store.url, store.schema);
+    if (store.kind === "postgres" && !kept.some((k) => k.kind === "postgres" && k.schema === store.schema)) await dropSchema(store.url, store.schema);
   }
 }
 

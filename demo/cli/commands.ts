@@ -26,10 +26,41 @@ function levelList(value: string): string[] {
   return keys;
 }
 
-export function addDemoCommands(demo: Command, host: DemoHost): void {
-  const { cliPath, exitCodes, wrap, hanging } = host;
-  demo
-    .command("blast", { isDefault: true })
+/** The blast demo's help: shown by `effectgate demo --help` (the default command) and `effectgate demo blast --help`. */
+function blastHelp(exitCodes: string): string {
+  return `
+Every level runs the same seeded workload (support tickets and e-mails, card charges, orders run as
+reserve → charge → ship, draft deletions) against four simulated services on 127.0.0.1 (ticketing,
+payments, mail, storage), with the same injected faults: agent workers SIGKILLed mid-task and
+resumed from their checkpoint, connections cut, replies lost after the effect, requests completing
+after the client's timeout, messages delivered twice, two workers on one task, hallucinated
+parameters, a runaway loop of deletions, refused shipments and refused compensations.
+
+The numbers are what the services actually applied, never what the agent believes.
+
+Columns (exact definitions in docs/demo.md): duplicates, lost, half-done, wrong params,
+found/present (discrepancies), to a human, over quota, overhead p50 / p99, wall.
+
+The default size (${HELP_DEFAULT_TASKS} tasks) takes well under a minute on a 2-core machine; a progress bar
+shows on stderr when it is a terminal. Temp files go to the system temp directory and are removed;
+with --keep DIR the ledgers of the levels that have one (3-6) are kept as DIR/level-<n>/ledger.db,
+and the run ends with the commands that inspect them (the human queue, the calls a person must
+settle, sagas, breakers). --keep never overwrites a ledger: give a new or empty directory.
+
+Examples:
+  effectgate demo                               the table, plus .effectgate/demo/blast-radius.{json,svg}
+  effectgate demo --keep .effectgate/demo-ledgers   the same, and keep the ledgers to inspect
+  effectgate demo --tasks 400 --seed 42         a bigger run with another seed
+  effectgate demo --json > blast.json           the figures as JSON
+  effectgate demo --store postgres --pg postgres://localhost/effectgate_demo
+${exitCodes}`;
+}
+
+/** The blast demo's options, on `demo blast` (and shown in `demo --help`). */
+function blastCommand(demo: Command, host: DemoHost, options: { isDefault: boolean }): Command {
+  const { cliPath } = host;
+  return demo
+    .command("blast", { isDefault: options.isDefault })
     .description("the main demo: a support-and-billing agent's workload under injected faults, once per protection level; prints the blast-radius table (the default `effectgate demo`)")
     .option("--tasks <n>", "agent tasks in the workload", wholeNumber(1), HELP_DEFAULT_TASKS)
     .option("--seed <s>", "seed of the workload and every injected fault: the same seed gives the same counts", wholeNumber(0), HELP_DEFAULT_SEED)
@@ -38,40 +69,40 @@ export function addDemoCommands(demo: Command, host: DemoHost): void {
     .option("--levels <keys>", `only these levels, comma-separated (${LEVEL_KEYS.join(", ")})`, levelList)
     .option("--json", 'print {"seed","tasks","levels":[{"level","name","duplicates","lost","halfDone","humanQueue","overQuota",…}]} on stdout instead of the table')
     .option("--out <dir>", "write blast-radius.json and blast-radius.svg here (default without --json: .effectgate/demo)")
-    .addHelpText("after", `
-Every level runs the same seeded workload (support tickets and e-mails, card charges, orders run as
-reserve → charge → ship, draft deletions) against four simulated services on 127.0.0.1 (ticketing,
-payments, mail, storage), with the same injected faults: agent workers SIGKILLed mid-task and
-resumed from their checkpoint, connections cut, replies lost after the effect, requests completing
-after the client's timeout, messages delivered twice, two workers on one task, hallucinated
-parameters, a runaway loop of deletions, refused shipments and refused compensations.
-
-The numbers are what the services actually applied, never what the agent believes. Levels whose
-effectgate API is not built yet print "not available yet" instead of numbers.
-
-Columns (exact definitions in docs/demo.md): duplicates, lost, half-done, wrong params,
-found/present (discrepancies), to a human, over quota, overhead p50 / p99, wall.
-
-The default size (${HELP_DEFAULT_TASKS} tasks) takes well under a minute on a 2-core machine; a progress bar
-shows on stderr when it is a terminal. Temp files go to the system temp directory and are removed.
-
-Examples:
-  effectgate demo                               the table, plus .effectgate/demo/blast-radius.{json,svg}
-  effectgate demo --tasks 400 --seed 42         a bigger run with another seed
-  effectgate demo --json > blast.json           the figures as JSON
-  effectgate demo --store postgres --pg postgres://localhost/effectgate_demo
-${exitCodes}`)
-    .action(async (opts: { tasks: number; seed: number; store: "sqlite" | "postgres"; pg?: string; levels?: string[]; json?: boolean; out?: string }) => {
+    .option("--keep <dir>", "keep each level's ledger as DIR/level-<n>/ledger.db (with --store postgres: keep its schema) and print the commands that inspect them")
+    .addHelpText("after", blastHelp(host.exitCodes))
+    .action(async (opts: { tasks: number; seed: number; store: "sqlite" | "postgres"; pg?: string; levels?: string[]; json?: boolean; out?: string; keep?: string }) => {
       if (opts.pg !== undefined && opts.store !== "postgres") throw host.usageError("--pg is only used with --store postgres");
       const { demoBlast } = await import("./blast.js");
       await demoBlast({
         tasks: opts.tasks, seed: opts.seed, store: opts.store, json: opts.json === true,
         ...(opts.pg === undefined ? {} : { pg: opts.pg }),
         ...(opts.out === undefined ? {} : { out: opts.out }),
+        ...(opts.keep === undefined ? {} : { keep: opts.keep }),
         ...(opts.levels === undefined ? {} : { levels: opts.levels }),
         workerCommand: [process.execPath, cliPath, "demo", "blast-worker"],
       }, host);
     });
+}
+
+/**
+ * The demo's commands. `blast` is the default (`effectgate demo [options]`), so `effectgate demo
+ * --help` also lists its options. With `blastIsDefault: false` the same tree reports a word
+ * that is not one of its commands as an unknown command (see demo/main.ts).
+ */
+export function addDemoCommands(demo: Command, host: DemoHost, options: { blastIsDefault?: boolean } = {}): void {
+  const { cliPath, exitCodes, wrap, hanging } = host;
+  const blast = blastCommand(demo, host, { isDefault: options.blastIsDefault ?? true });
+  demo.addHelpText("after", () => {
+    // The default command's options, as `demo blast --help` prints them (without its usage line and description).
+    const options = blast.helpInformation().split("\n");
+    const from = options.findIndex((line) => line.startsWith("Options:"));
+    return `
+Without a command, \`effectgate demo [options]\` runs the blast-radius demo, the same as
+\`effectgate demo blast [options]\`. Its options:
+${options.slice(from + 1).join("\n").trimEnd()}
+${blastHelp(exitCodes)}`;
+  });
 
   demo
     .command("blast-worker", { hidden: true })

@@ -110,6 +110,15 @@ export async function ledgerShow(key: string, options: ShowOptions): Promise<voi
   }
 }
 
+/**
+ * What a record's `error` field holds: why it failed or is stuck, except in a call that did its
+ * effect (completed, compensated), where it is a note on how it got there ("settled by a person…",
+ * "completed by a reply that arrived after the timeout").
+ */
+export function errorLabel(state: CallState): "Error" | "Note" {
+  return state === "completed" || state === "compensated" ? "Note" : "Error";
+}
+
 /** The short result/error column of `ls`. */
 function summary(r: CallRecord, now: number): string {
   switch (r.state) {
@@ -156,7 +165,7 @@ function describe(r: CallRecord, file: string, now: number): string {
     "Result:",
     indent(r.result === null ? "(none)" : pretty(r.result)),
     "",
-    "Error:",
+    `${errorLabel(r.state)}:`,
     indent(r.error ?? "(none)"),
     "",
   ];

@@ -15,6 +15,7 @@ import { hanging, table, wrap } from "./format.js";
 import { addGovernanceCommands } from "./governance-commands.js";
 import { addReconcileCommands } from "./reconcile-commands.js";
 import { addSagaCommands } from "./saga-commands.js";
+import { unknownCommandAskedForHelp } from "./unknown-command.js";
 
 // The commands' modules (SQLite driver, gate, demo) load only when a command runs, so --help stays fast.
 
@@ -61,7 +62,7 @@ function buildProgram(): Command {
     .helpOption("-h, --help", "show help for a command")
     .helpCommand("help [command]", "show help for a command")
     .exitOverride()
-    .configureOutput({ outputError: (text, write) => write(text) })
+    .configureOutput({ outputError: (text, write) => write(parserError(text)) })
     .showHelpAfterError("(add --help for usage)")
     .showSuggestionAfterError(true)
     .addHelpText("after", `
@@ -80,8 +81,9 @@ ${EXIT_CODES}`);
     .description("inspect the effects ledger: one record per tool call (its key, state, input, result), read-only")
     .addHelpText("after", `
 The ledger is the SQLite file the gate writes (default ${DEFAULT_LEDGER_PATH}, relative to the
-current directory; set --db or EFFECTGATE_DB to read another). These commands never change it,
-and a missing file is an error, never an empty list.
+current directory; set --db or EFFECTGATE_DB to read another). These commands never change it;
+a missing file is an error, never an empty list, and the file is checked whole first: a damaged
+one, or one that is not a ledger, is refused (exit 1), never shown as if all were well.
 
 Call states: ${CALL_STATES.join(", ")}.`);
 
@@ -155,27 +157,16 @@ ${EXIT_CODES}`)
     .addOption(new Option("--db <path>", "the SQLite ledger file to create or migrate").env("EFFECTGATE_DB").default(DEFAULT_LEDGER_PATH))
     .addHelpText("after", `
 With --pg URL (or EFFECTGATE_PG_URL) the PostgreSQL ledger in --pg-schema is migrated instead.
-Migrations are append-only; a ledger written by a newer effectgate is refused by name.
+Migrations are append-only; a ledger written by a newer effectgate is refused by name. An
+existing file is checked first and refused untouched when it is damaged, empty (0 bytes) or
+another program's database; the command says whether it created, migrated or left the ledger.
 ${EXIT_CODES}`)
-    .action(async (opts: { db: string; pg?: string; pgSchema?: string }) => {
+    .action(async (opts: { db: string }) => {
       const { migrateLedger } = await import("./migrate.js");
       await migrateLedger(opts);
     });
 
-  // Every command that reads or changes a ledger file can use a PostgreSQL ledger instead.
-  for (const command of allCommands(program)) {
-    if (!command.options.some((o) => o.long === "--db")) continue;
-    command
-      .addOption(new Option("--pg <url>", "use the PostgreSQL ledger at this URL instead of --db (needs `npm install pg`; the password is never printed)").env("EFFECTGATE_PG_URL"))
-      .addOption(new Option("--pg-schema <name>", "the PostgreSQL schema holding the ledger").default("effectgate"));
-  }
-  program.hook("preAction", async (_program, action) => {
-    const opts = action.opts<{ pg?: string; pgSchema?: string }>();
-    if (typeof opts.pg === "string" && opts.pg !== "" && action.name() !== "migrate") {
-      const { usePostgres } = await import("./open-ledger.js");
-      await usePostgres(opts.pg, opts.pgSchema);
-    }
-  });
+  addPostgresOptions(program);
 
   // ---- demo ---------------------------------------------------------------------------------
   // The demo is a program of its own (demo/ in the repository, dist/demo in the package), loaded
@@ -218,10 +209,36 @@ function allCommands(command: Command): Command[] {
   return [command, ...command.commands.flatMap(allCommands)];
 }
 
+/**
+ * Every command that reads or changes a ledger file (it has --db) can use a PostgreSQL ledger
+ * instead. Call it after the commands are added, so a command added later gets the same options
+ * and the same choice of ledger (made before its action runs, see ledger-target.ts).
+ */
+function addPostgresOptions(program: Command): void {
+  for (const command of allCommands(program)) {
+    if (!command.options.some((o) => o.long === "--db")) continue;
+    command
+      .addOption(new Option("--pg <url>", "use the PostgreSQL ledger at this postgres:// URL instead of a file (needs `npm install pg`; the password is never printed). " +
+        "A flag beats the environment: --db beats EFFECTGATE_PG_URL, --pg beats EFFECTGATE_DB; --db with --pg is a usage error").env("EFFECTGATE_PG_URL"))
+      .addOption(new Option("--pg-schema <name>", "the PostgreSQL schema holding the ledger (with --pg)").default("effectgate"));
+  }
+  program.hook("preAction", async (_program, action) => {
+    if (!action.options.some((o) => o.long === "--db")) return;
+    const { chooseLedger } = await import("./open-ledger.js");
+    await chooseLedger(action);
+  });
+}
+
+/** Commander's "error: …" messages, in the form of every other message of the command. */
+function parserError(text: string): string {
+  return text.replace(/^error: /, "effectgate: ");
+}
+
 async function main(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   try {
-    await program.parseAsync([...argv]);
+    const args = argv.slice(2);
+    await program.parseAsync(unknownCommandAskedForHelp(program, args) ?? args, { from: "user" });
     return EXIT_OK;
   } catch (err) {
     if (err instanceof CommanderError) {

@@ -1,27 +1,26 @@
-/** `effectgate migrate`: create or migrate a ledger ahead of the agents. */
-import { resolve } from "node:path";
-import { sqliteLedger } from "../stores/sqlite/index.js";
-import { CliError, EXIT_FAILURE } from "./errors.js";
-import { redactUrl } from "./open-ledger.js";
+/** `effectgate migrate`: create or migrate a ledger ahead of the agents, and say which of the two it did. */
 import { messageOf } from "../core/errors.js";
+import { migrateSqlite } from "../stores/sqlite/index.js";
+import { CliError, EXIT_FAILURE } from "./errors.js";
+import { chosenTarget, redactUrl } from "./open-ledger.js";
 
-export async function migrateLedger(opts: { db: string; pg?: string | undefined; pgSchema?: string | undefined }): Promise<void> {
-  if (opts.pg !== undefined && opts.pg !== "") {
+export async function migrateLedger(opts: { db: string }): Promise<void> {
+  const target = chosenTarget(opts.db);
+  if (target.kind === "postgres") {
     const { migratePostgres } = await import("../stores/postgres/index.js").catch((err: unknown) => {
       throw new CliError(`--pg needs the \`pg\` package: npm install pg (${messageOf(err)})`, EXIT_FAILURE);
     });
-    const { schema, from, to } = await migratePostgres(opts.pg, opts.pgSchema);
+    const { schema, from, to } = await migratePostgres(target.url, target.schema);
     process.stdout.write(from === to
-      ? `the PostgreSQL ledger ${redactUrl(opts.pg)} schema ${schema} is up to date (version ${to})\n`
-      : `migrated the PostgreSQL ledger ${redactUrl(opts.pg)} schema ${schema} from version ${from} to ${to}\n`);
+      ? `the PostgreSQL ledger ${redactUrl(target.url)} schema ${schema} is up to date (schema version ${to}); nothing was changed\n`
+      : `migrated the PostgreSQL ledger ${redactUrl(target.url)} schema ${schema} from version ${from} to ${to}\n`);
     return;
   }
-  const file = resolve(opts.db);
-  const ledger = sqliteLedger(file);
-  try {
-    await ledger.calls.list({ limit: 1 }); // opening applies the migrations
-  } finally {
-    await ledger.close();
-  }
-  process.stdout.write(`the SQLite ledger ${file} is created and up to date\n`);
+  // Checked whole first (PRAGMA quick_check): a damaged, empty or foreign file is refused untouched.
+  const { file, created, from, to } = await migrateSqlite(target.path);
+  process.stdout.write(created
+    ? `created the SQLite ledger ${file} (schema version ${to})\n`
+    : from === to
+      ? `the SQLite ledger ${file} is up to date (schema version ${to}); nothing was changed\n`
+      : `migrated the SQLite ledger ${file} from schema version ${from} to ${to}\n`);
 }

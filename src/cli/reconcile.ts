@@ -13,8 +13,8 @@ import { reconcile, type ReconcileSummary } from "../reconcile/scan.js";
 import type { Finding } from "../contracts/findings.js";
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from "./errors.js";
 import { hanging, indent, iso, relative, short, table } from "./format.js";
-import { STATE_MEANING } from "./ledger.js";
-import { openLedgerForChanges, openLedgerForReading } from "./open-ledger.js";
+import { errorLabel, STATE_MEANING } from "./ledger.js";
+import { openLedgerForChanges, openLedgerForReading, openNow } from "./open-ledger.js";
 
 
 async function withLedger<T>(opened: { ledger: Stores; file: string } | Promise<{ ledger: Stores; file: string }>, fn: (ledger: Stores, file: string) => Promise<T>): Promise<T> {
@@ -67,7 +67,7 @@ export async function reconcileCommand(options: ReconcileCommandOptions): Promis
   if (options.since !== undefined && options.until !== undefined && options.since > options.until) {
     throw new CliError(`--since (${iso(options.since)}) is after --until (${iso(options.until)})`, EXIT_USAGE);
   }
-  await withLedger(openLedgerForChanges(options.db), async (ledger, file) => {
+  await withLedger(openNow(openLedgerForChanges(options.db)), async (ledger, file) => {
     let summary: ReconcileSummary;
     try {
       summary = await reconcile({ ledger, tools }, {
@@ -112,7 +112,7 @@ function describeScan(summary: ReconcileSummary, file: string): string {
 
 function findingTable(findings: readonly Finding[]): string {
   return table(["ID", "KIND", "TOOL", "TENANT", "KEY", "WHAT"],
-    findings.map((f) => [f.id, f.kind, f.tool, f.tenant ?? "-", short(f.key, 32), short(f.summary, 80)]));
+    findings.map((f) => [f.id, f.kind, f.tool, f.tenant ?? "-", f.key, short(f.summary, 80)]));
 }
 
 // ---- queue ----------------------------------------------------------------------------------------
@@ -129,8 +129,9 @@ export async function queueLs(options: { db: string; tenant?: string; limit: num
       process.stdout.write(`Nothing needs a person in ${where}.\n`);
       return;
     }
+    // IDs and keys in full: each is what `queue show` / `queue resolve` (or `ledger show`) takes.
     const rows = items.map((i) => [
-      short(i.id, 40), i.kind, i.tenant ?? "-", i.tool, short(i.key, 32), iso(i.since),
+      i.id, i.kind, i.tenant ?? "-", i.tool, i.key, iso(i.since),
       short(`${i.summary}${i.related.length > 0 ? ` (+${i.related.length} finding${i.related.length === 1 ? "" : "s"})` : ""}`, 72),
     ]);
     process.stdout.write(`${table(["ID", "KIND", "TENANT", "TOOL", "KEY", "WAITING SINCE", "WHAT"], rows)}\n`);
@@ -183,17 +184,17 @@ function describeItem(item: QueueDetail, file: string, now: number): string {
     lines.push("", "Downstream records:");
     lines.push(f.downstream.length === 0 ? "  (none)" : f.downstream.map((d) => `  ${d.ref}  key ${d.key}${d.at === undefined ? "" : `  at ${iso(d.at)}`}${d.fields === undefined ? "" : `  ${JSON.stringify(d.fields)}`}`).join("\n"));
   } else {
-    lines.push(`Call ${item.key} in tenant ${item.tenant ?? "?"}  (${file})`, "");
+    lines.push(`Call ${item.key} in tenant ${item.tenant ?? "?"}  (${file})`);
     // A call off the queue says why (its state, and the saga it was settled with).
-    if (item.kind === "call") lines.push(hanging("", item.summary, 0, 100));
+    if (item.kind === "call") lines.push("", hanging("", item.summary, 0, 100));
   }
   const call: CallRecord | null = item.call;
   if (call) {
-    lines.push("", item.finding ? "The ledger's call:" : "");
+    lines.push("", ...(item.finding ? ["The ledger's call:"] : []));
     lines.push(field("state", call.state), hanging("", STATE_MEANING[call.state], 12, 100));
     lines.push(field("tool", `${call.tool} (effect: ${call.effect})`), field("task", call.task), field("attempts", String(call.attempts)));
     lines.push(field("updated", `${iso(call.updatedAt)} (${relative(call.updatedAt, now)})`));
-    lines.push("", "  Input:", indent(pretty(call.input), 4), "", "  Result:", indent(pretty(call.result), 4), "", "  Error:", indent(call.error ?? "(none)", 4));
+    lines.push("", "  Input:", indent(pretty(call.input), 4), "", "  Result:", indent(pretty(call.result), 4), "", `  ${errorLabel(call.state)}:`, indent(call.error ?? "(none)", 4));
   }
   if (!item.finding && item.related.length > 0) {
     lines.push("", "Open findings about this call:", findingTable(item.related));

@@ -163,7 +163,8 @@ describe("effectgate ledger ls", () => {
     writeFileSync(emptyFile, "");
     const empty = await runCli(["ledger", "ls", "--db", emptyFile]);
     expect(empty.code).toBe(1);
-    expect(empty.stderr).toContain(`EG_LEDGER_UNAVAILABLE: ${emptyFile} is not an effectgate ledger (empty, or another program's SQLite database). It was left as it is`);
+    expect(empty.stderr).toContain(`EG_LEDGER_UNAVAILABLE: ${emptyFile} is not an effectgate ledger: it is an empty file (0 bytes).`);
+    expect(empty.stderr).toContain("It was left exactly as it is; nothing was written to it.");
     expect(readFileSync(emptyFile).length).toBe(0);
 
     const foreign = join(dir, "app.db");

@@ -116,10 +116,14 @@ describe("sqlite ledger files", () => {
 // so opening used to fail with "database is locked" instead of waiting (test/stores/open-storm.test.ts
 // is the same race between processes).
 describe("opening a sqlite ledger another connection has locked", () => {
-  /** A new, empty file whose write lock another connection holds, as a process creating it does. */
+  /**
+   * An empty SQLite database (a header, no tables: a zero-byte file is refused, not adopted)
+   * in rollback-journal mode, whose write lock another connection holds.
+   */
   function lockedNewFile(name: string) {
     const file = join(dir, name);
     const locker = new Database(file);
+    locker.pragma("user_version = 0"); // writes the header
     locker.exec("BEGIN IMMEDIATE");
     return { file, release: () => { locker.exec("ROLLBACK"); locker.close(); } };
   }

@@ -153,15 +153,15 @@ export function openPostgres(connection: PostgresConnection, options: PostgresLe
           if (version === 0) {
             throw new EffectgateError(
               "EG_LEDGER_UNAVAILABLE",
-              `there is no effectgate ledger in schema ${schemaName} of ${where} (nothing was created). Check the URL and schema, ` +
-                `or create it with \`effectgate migrate --pg URL\` (or by opening it once without readOnly / create: false).`,
+              `there is no effectgate ledger in schema ${schemaName} of ${where} (nothing was created). Check the URL and the schema; ` +
+                `to start a new ledger there, run \`effectgate migrate --pg URL --pg-schema ${schemaName}\` (an agent's gate also creates it on its first call).`,
             );
           }
           if (version > SCHEMA_VERSION) throw new SchemaTooNew(version);
           if (options.readOnly === true && version < SCHEMA_VERSION) {
             throw new EffectgateError(
               "EG_LEDGER_UNAVAILABLE",
-              `the ledger ${location} has schema version ${version}; migrate it to ${SCHEMA_VERSION} with \`effectgate migrate --pg URL\` (read-only opening changes nothing)`,
+              `the ledger ${location} has schema version ${version}; migrate it to ${SCHEMA_VERSION} with \`effectgate migrate --pg URL --pg-schema ${schemaName}\` (reading it changed nothing)`,
             );
           }
         }

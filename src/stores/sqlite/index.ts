@@ -4,7 +4,7 @@
  * connection, so a call, its saga step and its quota charge commit at the same durability.
  */
 import type { Stores } from "../../contracts/stores.js";
-import { openSqlite, type SqliteLedgerOptions } from "./access.js";
+import { openSqlite, type OpenReport, type SqliteLedgerOptions } from "./access.js";
 import { sqliteCallStore, sqliteCheckpoints } from "./calls.js";
 import { sqliteGovernance } from "./governance.js";
 import { sqliteReconcileStore } from "./reconcile.js";
@@ -23,4 +23,21 @@ export function sqliteLedger(path: string, options: SqliteLedgerOptions = {}): S
     reconcile: sqliteReconcileStore(access),
     close: () => access.close(),
   };
+}
+
+/**
+ * Creates the ledger file, or brings its schema up to this version, ahead of the agents
+ * (`effectgate migrate`). The file is checked whole first: a damaged, empty or foreign file is
+ * refused untouched. Says what it found and did.
+ */
+export async function migrateSqlite(path: string, options: Omit<SqliteLedgerOptions, "readOnly" | "create"> = {}): Promise<OpenReport & { readonly file: string }> {
+  const access = openSqlite(path, { ...options, verify: options.verify ?? true });
+  try {
+    await access.run("open it", () => undefined);
+    const report = access.opened();
+    if (!report) throw new Error("unreachable: the ledger is open but did not report how");
+    return { file: access.file, ...report };
+  } finally {
+    await access.close();
+  }
 }
