@@ -30,11 +30,13 @@ import { inProgressResult, needsHumanResult, type Call, type Runtime } from "./r
  * record meanwhile. `confirmedAt`: rt.time.monotonic() just before the write that made this gate the
  * holder was sent. Never throws once the tool may have started.
  */
-export async function executeHeld(rt: Runtime, call: Call, held: CallRecord, confirmedAt: number): Promise<ToolResultBlock> {
+export async function executeHeld(
+  rt: Runtime, call: Call, held: CallRecord, confirmedAt: number, options: { earlierSendMayLand?: boolean } = {},
+): Promise<ToolResultBlock> {
   const lease = keepLease(rt, held, confirmedAt);
   const run: RunState = { started: false, record: held };
   try {
-    return await attempt(rt, call, run, lease);
+    return await attempt(rt, call, run, lease, options.earlierSendMayLand === true);
   } catch (err) {
     // A bug or a throwing hook: once the tool may have run, never "nothing was executed".
     if (!run.started) throw err;
@@ -61,14 +63,15 @@ export type RunOutcome =
   | { readonly status: "error"; readonly error: unknown }
   | { readonly status: "timeout"; readonly late: LateRun; readonly controller: AbortController };
 
-async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeeper): Promise<ToolResultBlock> {
+async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeeper, earlierSendMayLand: boolean): Promise<ToolResultBlock> {
   const policy = rt.policyFor(call.tool);
   const where = { tool: run.record.tool, key: run.record.key, toolUseId: call.toolUseId };
   let retries = 0;
   let reranAfterProbe = false;
-  // Whether an earlier send of this attempt may have reached the downstream: then a later send
-  // failing definitely (not sent, refused) says nothing about the first, and the outcome stays unknown.
-  let sentUnknown = false;
+  // Whether an earlier send (of this attempt, or of a holder before this one) may still reach the
+  // downstream: then a later send failing definitely (not sent, refused) says nothing about the
+  // first, and the outcome stays unknown.
+  let sentUnknown = earlierSendMayLand;
   for (;;) {
     lease.track(run.record);
     await rt.faults?.("after_claim", where);

@@ -90,7 +90,8 @@ export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, 
       return { resolution: "probed_done", block: resultBlock(call.toolUseId, renderResult(result), false), record: done };
     }
     case "absent":
-      if (options.onAbsent === undefined || options.onAbsent === "rerun") return reexecute(rt, call, held, confirmedAt);
+      // "Absent" from a downstream that honours keys holds no horizon: the earlier send may still land.
+      if (options.onAbsent === undefined || options.onAbsent === "rerun") return reexecute(rt, call, held, confirmedAt, absentFrom === -Infinity);
       return failAbsent(rt, call, held, options.onAbsent.fail);
     case "not_yet": {
       if (absentFrom === "never") {
@@ -110,7 +111,7 @@ export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, 
 }
 
 /** Runs the call again with the same key, counting the attempt durably before the tool starts. */
-async function reexecute(rt: Runtime, call: Call, held: CallRecord, confirmedAt: number): Promise<Resolved> {
+async function reexecute(rt: Runtime, call: Call, held: CallRecord, confirmedAt: number, earlierSendMayLand = false): Promise<Resolved> {
   if (!call.hasInput) {
     const parked = await park(rt, held, "the effect did not happen, but its stored input is redacted; replay the same tool_use to run it");
     return { resolution: "deferred", block: inProgressResult(call.toolUseId, parked, "waiting to be replayed with its full input"), record: parked };
@@ -123,7 +124,7 @@ async function reexecute(rt: Runtime, call: Call, held: CallRecord, confirmedAt:
     state: "in_progress", owner: rt.owner, leaseMs: rt.leaseMs, countAttempt: true, error: null,
   });
   if (!restarted) return { resolution: "moved" };
-  return { resolution: "reexecuted", block: await executeHeld(rt, call, restarted, confirmedAt) };
+  return { resolution: "reexecuted", block: await executeHeld(rt, call, restarted, confirmedAt, { earlierSendMayLand }) };
 }
 
 /** Records a call the probe found never happened as failed, without running it (uncertain moves through in_progress). */

@@ -154,4 +154,27 @@ describe("found by the fault explorer", () => {
     expect(answer!.content).not.toMatch(/nothing was executed|not started by this request/i);
     expect(sim.downstream.sends("call_1")).toBe(1);
   });
+  // Seeds 39760 (a refusal) and 70355 (a 503) of the memory explorer at 80,000 schedules.
+  for (const fate of ["reject", "unavailable"] as const) {
+    it(`a downstream that honours keys: a take-over's re-send ${fate === "reject" ? "refused" : "answered 503"} while the dead holder's request is in flight is not 'failed'`, async () => {
+      // The first holder's request lands after 5 s; the holder dies; a take-over probes "absent" and re-sends at once
+      // (the key is honoured), and that second request fails definitely — which says nothing about the first.
+      const sim = simulation({ honoursKeys: true, timeoutMs: 10_000, script: [{ fate: "apply", landMs: 5_000 }, { fate, landMs: 10 }] });
+      const dead = sim.worker("worker-0", { leaseMs: 300 });
+      void dead.gate.runToolUses([sim.call], scope);
+      await sim.run(sim.world.until(100));
+      sim.world.kill(dead.process, "with its request in flight");
+      await sim.run(sim.world.until(1_000));
+      const other = sim.worker("worker-1", { leaseMs: 300, retry: { write: { attempts: 1, initialDelayMs: 10, maxDelayMs: 10 } } });
+      const [answer] = await sim.run(other.gate.runToolUses([sim.call], scope));
+      expect(sim.downstream.sends("call_1")).toBeGreaterThanOrEqual(2);
+      expect(answer!.content).not.toMatch(/EG_TOOL_FAILED|nothing happened/);
+      await sim.run(sim.world.until(sim.world.now + 10_000));
+      expect(sim.downstream.effects("call_1")).toBe(1);
+      // Whatever the record says now, it is not "failed": the effect happened.
+      expect((await sim.stores.calls.get("acme", "toolu_1"))?.state).not.toBe("failed");
+      const [replayed] = await sim.run(other.gate.runToolUses([sim.call], scope));
+      expect(replayed!.content).not.toMatch(/EG_TOOL_FAILED|nothing happened/);
+    });
+  }
 });
