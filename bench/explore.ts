@@ -4,7 +4,10 @@
  * schedules run, faults injected, violations by invariant and time, and writes the raw JSON to
  * bench/results/explore-<date>.json.
  *
- *   npm run bench:explore [-- --memory N --sqlite N --postgres N --kills-sqlite N --kills-postgres N --seed N]
+ *   npm run bench:explore [-- --memory N --sqlite N --postgres N --kills-sqlite N --kills-postgres N --seed N --out FILE]
+ *
+ * Parts can run in separate processes at once (say, the simulated parts in one and the kills in
+ * another, each with the other's counts set to 0 and its own --out).
  *
  * PostgreSQL parts use EFFECTGATE_TEST_PG_URL (default postgres://postgres@127.0.0.1:5432/test);
  * pass --postgres 0 --kills-postgres 0 without a server.
@@ -64,7 +67,8 @@ async function main(): Promise<void> {
     results[`kills_${name}`] = r;
   }
   mkdirSync("bench/results", { recursive: true });
-  const file = `bench/results/explore-${new Date().toISOString().slice(0, 10)}.json`;
+  const out = process.argv.indexOf("--out");
+  const file = out >= 0 && process.argv[out + 1] ? process.argv[out + 1]! : `bench/results/explore-${new Date().toISOString().slice(0, 10)}.json`;
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`raw results: ${file}`);
 }
