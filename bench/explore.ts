@@ -4,7 +4,7 @@
  * schedules run, faults injected, violations by invariant and time, and writes the raw JSON to
  * bench/results/explore-<date>.json.
  *
- *   npm run bench:explore [-- --memory N --sqlite N --postgres N --kills-sqlite N --kills-postgres N --seed N --out FILE]
+ *   npm run bench:explore [-- --memory N --sqlite N --postgres N --kills-sqlite N --kills-postgres N --seed N --lanes N --out FILE]
  *
  * Parts can run in separate processes at once (say, the simulated parts in one and the kills in
  * another, each with the other's counts set to 0 and its own --out).
@@ -30,6 +30,8 @@ const parts = {
   killsSqlite: arg("kills-sqlite", 6_000),
   killsPostgres: arg("kills-postgres", 4_000),
 };
+// Children at once in the SIGKILL parts: most of a run is a child starting and waiting, so more lanes than cores pay.
+const LANES = arg("lanes", 6);
 
 const line = (name: string, r: ExploreReport | KillReport, extra: string) =>
   console.log(`${name.padEnd(22)} ${extra}  violations ${JSON.stringify(r.byInvariant)}  ${(r.ms / 1000).toFixed(1)} s`);
@@ -62,7 +64,7 @@ async function main(): Promise<void> {
   ];
   for (const [name, runs, options] of killed) {
     if (runs <= 0) continue;
-    const r = await exploreKills({ ...options, runs, onRun: progress(`kills ${name}`, 500) });
+    const r = await exploreKills({ ...options, runs, parallel: LANES, onRun: progress(`kills ${name}`, 500) });
     line(`SIGKILL, ${name}`, r, `${r.runs} child processes, ${r.kills} killed by SIGKILL, ${r.calls} calls`);
     results[`kills_${name}`] = r;
   }
