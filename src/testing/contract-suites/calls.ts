@@ -300,6 +300,15 @@ export const callsSuite: ContractSuiteDefinition = {
       expect(await ledger.calls.get("acme", "toolu_later")).toMatchObject({ state: "in_progress", version: 1 });
     });
 
+    test("an input with a \"__proto__\" key reads back as data, in the same JSON", async () => {
+      const input = JSON.parse('{"__proto__": {"admin": true}, "list": [1, {"deep": null}], "s": "é"}') as Record<string, unknown>;
+      await ledger.calls.claim(claimRequest({ input: input as never }));
+      const read = await ledger.calls.get("acme", "toolu_1");
+      expect(JSON.stringify(read?.input)).toBe(JSON.stringify(input));
+      expect(Object.getPrototypeOf(read?.input)).toBe(Object.prototype);
+      expect((read?.input as { admin?: unknown }).admin).toBeUndefined();
+    });
+
     test("checkpoints are stored per tenant and replaced whole", async () => {
       expect(await ledger.checkpoints.get("acme", "task-1")).toBeUndefined();
       await ledger.checkpoints.put("acme", "task-1", '{"v":1}');
