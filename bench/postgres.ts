@@ -7,7 +7,7 @@
  * The raw statements are sent unprepared (they are short and cheap to plan); the ledger
  * prepares its own, and one more set of PostgreSQL rows shows it with preparedStatements: false.
  *
- *   npm run bench:postgres -- [--pg=URL] [--calls=N] [--quick] [--out=FILE]
+ *   npm run bench:postgres -- [--pg=URL] [--calls=N] [--concurrency=1,8,64] [--only=postgres,sqlite] [--quick] [--out=FILE]
  *
  * URL: --pg, else EFFECTGATE_BENCH_PG_URL, else EFFECTGATE_TEST_PG_URL, else
  * postgres://postgres@127.0.0.1:5432/test. A random schema is created and dropped.
@@ -31,7 +31,9 @@ const quick = argv.includes("--quick");
 const url = arg("pg") ?? process.env.EFFECTGATE_BENCH_PG_URL ?? process.env.EFFECTGATE_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const CALLS = Number(arg("calls") ?? (quick ? 300 : 3000));
 const WARMUP = quick ? 30 : 200;
-const CONCURRENCY = [1, 8, 64] as const;
+const CONCURRENCY: readonly number[] = (arg("concurrency") ?? "1,8,64").split(",").map(Number);
+/** Which stores to measure: `postgres`, `sqlite` or both. */
+const ONLY = new Set((arg("only") ?? "postgres,sqlite").split(","));
 /** Gated and raw runs alternate in this many blocks each. */
 const BLOCKS = 10;
 /** Connections per PostgreSQL pool: the same for the gated and the raw runs. */
@@ -214,10 +216,12 @@ async function main() {
   ].join("\n");
   const rows: Row[] = [];
   try {
-    for (const durability of ["fsync", "process"] as const) rows.push(...(await postgresRows(durability)));
-    // The gate's statements planned afresh each time (preparedStatements: false, as behind PgBouncer in transaction mode).
-    rows.push(...(await postgresRows("fsync", false)));
-    for (const durability of ["fsync", "process"] as const) rows.push(...(await sqliteRows(dir, durability)));
+    if (ONLY.has("postgres")) {
+      for (const durability of ["fsync", "process"] as const) rows.push(...(await postgresRows(durability)));
+      // The gate's statements planned afresh each time (preparedStatements: false, as behind PgBouncer in transaction mode).
+      rows.push(...(await postgresRows("fsync", false)));
+    }
+    if (ONLY.has("sqlite")) for (const durability of ["fsync", "process"] as const) rows.push(...(await sqliteRows(dir, durability)));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

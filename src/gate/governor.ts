@@ -28,4 +28,11 @@ export type Admission = { readonly ok: true } | { readonly ok: false; readonly m
 export interface Governor {
   /** Admits the call (quota charged, approval consumed) or refuses it. Nothing is executed here. */
   admit(call: GovernedCall): Promise<Admission>;
+  /**
+   * True when admitting `call` only reads (the kill switch, the grant): no breaker hit counted,
+   * no quota charged, no approval asked for or consumed. The gate then governs the call before it
+   * looks its key up and lets the claim find a known key (one ledger read fewer per call); a refused
+   * call is still answered from the ledger when its key is known. Without it, the key is looked up first.
+   */
+  admitsByReadingOnly?(call: GovernedCall): boolean;
 }

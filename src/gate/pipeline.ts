@@ -61,13 +61,21 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
       const unanswered = await ownUnansweredClaim(rt, scope.tenant, key);
       if (unanswered) return unanswered.record.fingerprint === print ? executeHeld(rt, call, unanswered.record, unanswered.confirmedAt) : answerExisting(rt, call, print, unanswered.record);
       if (rt.governor) {
-        // A call the ledger knows is answered from it, never governed again.
-        const known = await rt.calls.get(scope.tenant, key);
-        if (known) return answerExisting(rt, call, print, known);
-        const admitted = await rt.governor.admit({
-          tool, input: checked.value, rawInput: block.input, storedInput: stored.value as Json, key, scope, toolUseId: block.id,
-        });
-        if (!admitted.ok) return resultBlock(block.id, admitted.message, true);
+        const governed = { tool, input: checked.value, rawInput: block.input, storedInput: stored.value as Json, key, scope, toolUseId: block.id };
+        if (rt.governor.admitsByReadingOnly?.(governed) === true) {
+          // Governing it changes nothing, so it is governed first and the claim finds a known key; a refused call the ledger knows is still answered from it.
+          const admitted = await rt.governor.admit(governed);
+          if (!admitted.ok) {
+            const known = await rt.calls.get(scope.tenant, key);
+            return known ? answerExisting(rt, call, print, known) : resultBlock(block.id, admitted.message, true);
+          }
+        } else {
+          // A call the ledger knows is answered from it, never governed again (no quota charged twice, no second approval).
+          const known = await rt.calls.get(scope.tenant, key);
+          if (known) return answerExisting(rt, call, print, known);
+          const admitted = await rt.governor.admit(governed);
+          if (!admitted.ok) return resultBlock(block.id, admitted.message, true);
+        }
       }
       const confirmedAt = rt.time.monotonic();
       let claim;

@@ -191,7 +191,12 @@ export function createGovernance(options: GovernanceOptions): Governance {
     return { ok: true, preview: checked.preview };
   }
 
-  return { policy, admit };
+  /** No rate breakers, no quotas, no approval for this call: admit() only reads (see Governor). */
+  function admitsByReadingOnly(call: GovernedCall): boolean {
+    return policy.rates.length === 0 && policy.quotas.length === 0 && policy.approvalReasons(call.tool, call.input).length === 0;
+  }
+
+  return { policy, admit, admitsByReadingOnly };
 }
 
 function quotaMessage(tool: AnyTool, plan: QuotaPlan, over: QuotaCharge, used: number): string {

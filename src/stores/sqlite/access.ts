@@ -24,6 +24,7 @@ import { EffectgateError, messageOf } from "../../core/errors.js";
 import { backoffMs, sleep } from "../../core/policies.js";
 import { RowDamage } from "../row-damage.js";
 import { migrate, schemaVersion, SCHEMA_VERSION } from "./migrations.js";
+import { groupCommit } from "./group-commit.js";
 
 export type Db = Database.Database;
 
@@ -64,6 +65,12 @@ export interface SqliteAccess {
   run<T>(what: string, fn: (db: Db) => T): Promise<T>;
   /** Runs `fn` in one IMMEDIATE transaction: the write lock is taken first, so what it reads is current. */
   write<T>(what: string, fn: (db: Db) => T): Promise<T>;
+  /**
+   * Runs `fn` in the next group commit (group-commit.ts): every write asked for in this turn of
+   * the event loop shares one transaction and one fsync, each in a savepoint of its own, so one
+   * that throws fails alone. It resolves once the commit is durable; a lone write waits for no batch.
+   */
+  batched<T>(what: string, fn: (db: Db) => T): Promise<T>;
   /** EG_LEDGER_CORRUPT naming the file and what was damaged. */
   damaged(err: unknown, what: string): EffectgateError;
   /** What opening the file found and did (undefined until it is open): made it, or migrated it from one schema version to another. */
@@ -349,21 +356,29 @@ export function openSqlite(path: string, options: SqliteLedgerOptions = {}): Sql
     return opening;
   }
 
+  const group = groupCommit({ connection: () => db ?? connection(), mapped });
+
   return {
     clock: options.clock ?? Date.now,
     file,
     location,
     async run(what, fn) {
+      // Behind writes still waiting for their group commit: read after them, in the order asked.
+      if (group.pending()) return group.add(what, fn);
       const conn = db ?? (await connection());
       return guard(what, () => fn(conn));
     },
     async write(what, fn) {
+      if (group.pending()) return group.add(what, (conn) => conn.transaction(() => fn(conn))());
       const conn = db ?? (await connection());
       return guard(what, () => conn.transaction(() => fn(conn)).immediate());
     },
+    batched: (what, fn) => group.add(what, fn),
     damaged,
     opened: () => report,
     async close() {
+      // Writes asked for before close are committed first (or fail, each with its own error).
+      await group.flushNow();
       // An open still under way (it may be waiting for another process's lock) is closed once it ends.
       if (opening) await opening.catch(() => undefined);
       db?.close();

@@ -2,9 +2,10 @@
  * The SQLite store's calls and checkpoints, in the ledger file (migration 1), written with the
  * shared statements of src/stores/sql/call-statements.ts.
  *
- * Durability: with `durability: "fsync"` (default) every write is a commit that SQLite fsyncs
- * before returning, so a claim or an outcome survives power loss; a gated write call costs two
- * commits. `durability: "process"` (synchronous=NORMAL) skips those fsyncs: records still
+ * Durability: with `durability: "fsync"` (default) every write is in a commit that SQLite fsyncs
+ * before its promise resolves, so a claim or an outcome survives power loss; a gated write call
+ * costs two commits, shared with the other calls of this process writing at the same moment
+ * (group-commit.ts). `durability: "process"` (synchronous=NORMAL) skips those fsyncs: records still
  * survive the process being killed, but not the machine losing power.
  */
 import type Database from "better-sqlite3";
@@ -93,7 +94,7 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
   return {
     location: access.location,
     claim: (request: ClaimRequest) =>
-      access.run("claim a call", (db): ClaimResult => {
+      access.batched("claim a call", (db): ClaimResult => {
         const [inserted] = rows(db, SQL.claim, {
           tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect,
           task: request.task, tool_use_id: request.toolUseId, fingerprint: request.fingerprint,
@@ -111,7 +112,7 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
         return row && decode(row);
       }),
     update: (tenant: string, key: string, version: number, update: RecordUpdate) =>
-      access.run("record a call's outcome", (db) => {
+      access.batched("record a call's outcome", (db) => {
         const [row] = rows(db, SQL.update[update.state], updateValues(tenant, key, version, update));
         if (row) return decode(row);
         // Not written: a stale version (normal under races), or a move the state table forbids (a bug: say so).
@@ -120,7 +121,7 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
         return undefined;
       }),
     takeOver: (request: TakeOverRequest) =>
-      access.run("take over a call", (db) => {
+      access.batched("take over a call", (db) => {
         const [row] = rows(db, SQL.takeOver, {
           tenant: request.tenant, key: request.key, version: request.version, owner: request.owner,
           lease_ms: request.leaseMs, dead: request.holderIsDead === true, fence: request.fence ?? null,
@@ -128,10 +129,10 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
         return row && decode(row);
       }),
     renewLease: (tenant, key, version, owner, leaseMs) =>
-      access.run("renew a lease", (db) =>
+      access.batched("renew a lease", (db) =>
         statements(db)(SQL.renew).run(sqliteValues({ tenant, key, version, owner, lease_ms: leaseMs, now: access.clock() })).changes === 1),
     remove: (tenant, key, version, claimToken) =>
-      access.run("remove a record", (db) => statements(db)(SQL.remove).run({ tenant, key, version, claim_token: claimToken }).changes === 1),
+      access.batched("remove a record", (db) => statements(db)(SQL.remove).run({ tenant, key, version, claim_token: claimToken }).changes === 1),
     list: (query: ListQuery = {}) =>
       access.run("list calls", (db) => {
         const given = LIST_FILTERS.filter((f) => query[f] !== undefined);
@@ -155,7 +156,7 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
 export function sqliteCheckpoints(access: SqliteAccess): CheckpointRecords {
   return {
     async put(tenant, id, data) {
-      await access.run("save a checkpoint", (db) => statements(db)(SQL.putCheckpoint).run({ tenant, id, data, now: access.clock() }));
+      await access.batched("save a checkpoint", (db) => statements(db)(SQL.putCheckpoint).run({ tenant, id, data, now: access.clock() }));
     },
     get: (tenant, id) =>
       access.run("read a checkpoint", (db) => (statements(db)(SQL.getCheckpoint).get({ tenant, id }) as { data: string } | undefined)?.data),

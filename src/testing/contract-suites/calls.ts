@@ -264,6 +264,51 @@ export const callsSuite: ContractSuiteDefinition = {
       expect((await ledger.calls.get("acme", "toolu_1"))?.input).toEqual({ title: "printer on fire" });
     });
 
+    // Writes asked for at the same moment may share one commit (group commit): each still stands or fails alone.
+    test("concurrent writes stand alone: a stale compare-and-set among them changes nothing and fails no other", async () => {
+      const keys = Array.from({ length: 8 }, (_, i) => `toolu_b${i}`);
+      for (const key of keys) await ledger.calls.claim(claimRequest({ key, toolUseId: key }));
+      // All asked for before any is awaited: in a store with group commit they share a batch.
+      const staleWrite = ledger.calls.update("acme", "toolu_b0", 7, { state: "completed", result: { stale: true }, owner: null });
+      const writes = keys.slice(1).map((key, i) => ledger.calls.update("acme", key, 1, { state: "completed", result: { n: i + 1 }, owner: null }));
+      const twinClaim = ledger.calls.claim(claimRequest({ key: "toolu_b1", owner: "worker-b", fingerprint: "fp-twin" }));
+      const freshClaim = ledger.calls.claim(claimRequest({ key: "toolu_new", toolUseId: "toolu_new" }));
+      expect(await staleWrite).toBeUndefined();
+      expect((await Promise.all(writes)).map((r) => r?.state)).toEqual(keys.slice(1).map(() => "completed"));
+      expect((await twinClaim).claimed).toBe(false);
+      expect((await freshClaim).claimed).toBe(true);
+      expect(await ledger.calls.get("acme", "toolu_b0")).toMatchObject({ state: "in_progress", version: 1, result: null });
+      for (const [i, key] of keys.slice(1).entries()) {
+        expect(await ledger.calls.get("acme", key)).toMatchObject({ state: "completed", version: 2, result: { n: i + 1 } });
+      }
+      expect(await ledger.calls.get("acme", "toolu_new")).toMatchObject({ state: "in_progress", version: 1 });
+    });
+
+    test("concurrent writes stand alone: a forbidden move among them is refused and the others are written", async () => {
+      await ledger.calls.claim(claimRequest({ key: "toolu_done" }));
+      await ledger.calls.update("acme", "toolu_done", 1, { state: "failed", error: "refused downstream", owner: null });
+      await ledger.calls.claim(claimRequest({ key: "toolu_ok" }));
+      const [forbidden, written, claimed] = await Promise.allSettled([
+        ledger.calls.update("acme", "toolu_done", 2, { state: "completed", result: { late: true } }),
+        ledger.calls.update("acme", "toolu_ok", 1, { state: "completed", result: { ok: true }, owner: null }),
+        ledger.calls.claim(claimRequest({ key: "toolu_later" })),
+      ]);
+      expect(forbidden.status).toBe("rejected");
+      expect(written).toMatchObject({ status: "fulfilled", value: { state: "completed", result: { ok: true } } });
+      expect(claimed).toMatchObject({ status: "fulfilled", value: { claimed: true } });
+      expect(await ledger.calls.get("acme", "toolu_done")).toMatchObject({ state: "failed", version: 2, result: null });
+      expect(await ledger.calls.get("acme", "toolu_later")).toMatchObject({ state: "in_progress", version: 1 });
+    });
+
+    test("an input with a \"__proto__\" key reads back as data, in the same JSON", async () => {
+      const input = JSON.parse('{"__proto__": {"admin": true}, "list": [1, {"deep": null}], "s": "é"}') as Record<string, unknown>;
+      await ledger.calls.claim(claimRequest({ input: input as never }));
+      const read = await ledger.calls.get("acme", "toolu_1");
+      expect(JSON.stringify(read?.input)).toBe(JSON.stringify(input));
+      expect(Object.getPrototypeOf(read?.input)).toBe(Object.prototype);
+      expect((read?.input as { admin?: unknown }).admin).toBeUndefined();
+    });
+
     test("checkpoints are stored per tenant and replaced whole", async () => {
       expect(await ledger.checkpoints.get("acme", "task-1")).toBeUndefined();
       await ledger.checkpoints.put("acme", "task-1", '{"v":1}');
