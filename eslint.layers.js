@@ -13,9 +13,14 @@ const MAY_IMPORT = {
   ...Object.fromEntries(FEATURES.map((f) => [f, ["core", "contracts", "gate"]])),
   root: ["core", "contracts", "gate", "stores", ...FEATURES],
   testing: ["core", "contracts", "gate", "stores", ...FEATURES, "root"],
+  // Agent SDK adapters (effectgate/openai-agents, /langchain, …): beside the entries, above root.
+  adapters: ["core", "contracts", "gate", "stores", ...FEATURES, "root"],
   cli: ["core", "contracts", "gate", "stores", ...FEATURES, "root", "testing"],
 };
 const FOLDERS = Object.keys(MAY_IMPORT);
+
+/** Optional peer SDKs: only src/adapters/ and the adapter entries may import them (the core never loads an SDK). */
+const OPTIONAL_SDKS = "^(@openai/agents|@langchain/|langchain($|/))";
 
 /** A relative import that climbs out of the folder into `folder` (at any depth below src/). */
 const into = (folders) => `^(\\.\\./)+(${folders.join("|")})(/|\\.js$)`;
@@ -35,6 +40,10 @@ function layerRules(folder) {
           ...(folder === "testing" || folder === "cli" ? [] : [{
             regex: "^(\\.\\./)+(index|sqlite|postgres|server|operator|testing)\\.js$",
             message: `src/${folder} must not import a package entry: entries sit above it (docs/ARCHITECTURE.md).`,
+          }]),
+          ...(folder === "adapters" ? [] : [{
+            regex: OPTIONAL_SDKS,
+            message: `src/${folder} must not import an agent SDK: SDKs are optional peers, imported only by src/adapters/ and the adapter entries.`,
           }]),
         ],
       }],
