@@ -1,6 +1,7 @@
 // The layering rule, as lint: an import only points down the layers (docs/ARCHITECTURE.md)
 //   core → contracts → {gate, stores} → {governance, saga, reconcile, http, checkpoint}
-//   → root → entries (src/*.ts, src/testing/) → cli; demo/ imports only the package's entries.
+//   → root → adapters (src/adapters/: the agent SDK adapters) → entries (src/*.ts, src/testing/) → cli;
+//   demo/ imports only the package's entries.
 // eslint.config.js applies these; test/layers/lint.test.ts proves each forbidden import fails.
 const FEATURES = ["governance", "saga", "reconcile", "http", "checkpoint"];
 
@@ -12,6 +13,8 @@ const MAY_IMPORT = {
   stores: ["core", "contracts"],
   ...Object.fromEntries(FEATURES.map((f) => [f, ["core", "contracts", "gate"]])),
   root: ["core", "contracts", "gate", "stores", ...FEATURES],
+  // The SDK adapters sit on the composed gate (root) and under their entries (src/ai-sdk.ts…).
+  adapters: ["core", "contracts", "gate", "stores", ...FEATURES, "root"],
   testing: ["core", "contracts", "gate", "stores", ...FEATURES, "root"],
   // Agent SDK adapters (effectgate/openai-agents, /langchain, …): beside the entries, above root.
   adapters: ["core", "contracts", "gate", "stores", ...FEATURES, "root"],
@@ -38,7 +41,7 @@ function layerRules(folder) {
           },
           // A package entry (src/*.ts) is above every folder but testing and cli.
           ...(folder === "testing" || folder === "cli" ? [] : [{
-            regex: "^(\\.\\./)+(index|sqlite|postgres|server|operator|testing)\\.js$",
+            regex: "^(\\.\\./)+(index|sqlite|postgres|server|operator|testing|ai-sdk|anthropic|openai-agents|langchain)\\.js$",
             message: `src/${folder} must not import a package entry: entries sit above it (docs/ARCHITECTURE.md).`,
           }]),
           ...(folder === "adapters" ? [] : [{
