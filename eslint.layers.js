@@ -16,14 +16,12 @@ const MAY_IMPORT = {
   // The SDK adapters sit on the composed gate (root) and under their entries (src/ai-sdk.ts…).
   adapters: ["core", "contracts", "gate", "stores", ...FEATURES, "root"],
   testing: ["core", "contracts", "gate", "stores", ...FEATURES, "root"],
-  // Agent SDK adapters (effectgate/openai-agents, /langchain, …): beside the entries, above root.
-  adapters: ["core", "contracts", "gate", "stores", ...FEATURES, "root"],
   cli: ["core", "contracts", "gate", "stores", ...FEATURES, "root", "testing"],
 };
 const FOLDERS = Object.keys(MAY_IMPORT);
 
 /** Optional peer SDKs: only src/adapters/ and the adapter entries may import them (the core never loads an SDK). */
-const OPTIONAL_SDKS = "^(@openai/agents|@langchain/|langchain($|/))";
+const OPTIONAL_SDKS = "^(@openai/agents|@langchain/|langchain($|/)|ai($|/)|@anthropic-ai/sdk)";
 
 /** A relative import that climbs out of the folder into `folder` (at any depth below src/). */
 const into = (folders) => `^(\\.\\./)+(${folders.join("|")})(/|\\.js$)`;
