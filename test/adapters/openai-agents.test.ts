@@ -5,6 +5,7 @@
  * 127.0.0.1, whose own count of tickets is the ground truth.
  */
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Agent, run, RunState, setTracingDisabled, tool, type RunContext } from "@openai/agents";
 import { z } from "zod";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -16,7 +17,7 @@ import type { Condition, Policy } from "../../src/governance/policy.js";
 import { decideCall, listApprovals } from "../../src/operator.js";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { runCli } from "../cli/run-cli.js";
-import { requireBuild } from "../support/processes.js";
+import { requireBuild, runFixture } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
 import { plannedModel, type PlannedCall } from "./agents-model.js";
 
@@ -218,5 +219,31 @@ describe("wrapping a tool already written for the SDK", () => {
     const { gate } = gateFor(service);
     const other = createTicketTool(service.url);
     expect(() => agentsTool(gate, { ...other, name: "open_ticket" }, { scope })).toThrow(/not among the gate's tools/);
+  });
+});
+
+describe("a worker SIGKILLed right after the tool's effect", () => {
+  const worker = fileURLToPath(new URL("./fixtures/agents-worker.mjs", import.meta.url));
+  const runWorker = (job: Record<string, unknown>) => runFixture(worker, job, { cwd: dir, label: `agents worker (${String(job.mode)})` });
+
+  it("is resumed from its saved RunState in a fresh process: the ticket was made once and the agent gets that ticket", async () => {
+    const service = await ticketService();
+    const files = { ledger: join(dir, `crash-${++n}.db`), state: join(dir, `run-state-${n}.json`) };
+    const started = await runWorker({ mode: "start", ...files, url: service.url });
+    expect(started, started.stderr).toMatchObject({ code: 0, lines: [{ saved: 1 }] });
+    const [request] = JSON.parse((await runCli(["approvals", "ls", "--json", "--db", files.ledger])).stdout) as { id: string }[];
+    expect((await runCli(["approvals", "approve", request!.id, "--db", files.ledger])).code).toBe(0);
+
+    const crashed = await runWorker({ mode: "crash", ...files, url: service.url, point: "after_execute" });
+    expect(crashed.signal, crashed.stderr).toBe("SIGKILL");
+    expect(crashed.lines).toEqual([]);
+    expect(service.tickets).toHaveLength(1); // the effect happened; its outcome was never recorded
+
+    const resumed = await runWorker({ mode: "resume", ...files, url: service.url });
+    expect(resumed, resumed.stderr).toMatchObject({ code: 0, signal: null });
+    const out = resumed.lines.at(-1) as { finalOutput: string; interruptions: number; stats: { executed: number } };
+    expect(service.tickets).toHaveLength(1);
+    expect(JSON.parse(out.finalOutput)).toEqual(service.tickets[0]);
+    expect(out).toMatchObject({ interruptions: 0, stats: { executed: 0 } }); // settled by the probe, not run again
   });
 });
