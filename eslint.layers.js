@@ -1,6 +1,7 @@
 // The layering rule, as lint: an import only points down the layers (docs/ARCHITECTURE.md)
 //   core → contracts → {gate, stores} → {governance, saga, reconcile, http, checkpoint}
-//   → root → entries (src/*.ts, src/testing/) → cli; demo/ imports only the package's entries.
+//   → root → adapters (src/adapters/: the agent SDK adapters) → entries (src/*.ts, src/testing/) → cli;
+//   demo/ imports only the package's entries.
 // eslint.config.js applies these; test/layers/lint.test.ts proves each forbidden import fails.
 const FEATURES = ["governance", "saga", "reconcile", "http", "checkpoint"];
 
@@ -12,10 +13,15 @@ const MAY_IMPORT = {
   stores: ["core", "contracts"],
   ...Object.fromEntries(FEATURES.map((f) => [f, ["core", "contracts", "gate"]])),
   root: ["core", "contracts", "gate", "stores", ...FEATURES],
+  // The SDK adapters sit on the composed gate (root) and under their entries (src/ai-sdk.ts…).
+  adapters: ["core", "contracts", "gate", "stores", ...FEATURES, "root"],
   testing: ["core", "contracts", "gate", "stores", ...FEATURES, "root"],
   cli: ["core", "contracts", "gate", "stores", ...FEATURES, "root", "testing"],
 };
 const FOLDERS = Object.keys(MAY_IMPORT);
+
+/** Optional peer SDKs: only src/adapters/ and the adapter entries may import them (the core never loads an SDK). */
+const OPTIONAL_SDKS = "^(@openai/agents|@langchain/|langchain($|/)|ai($|/)|@anthropic-ai/sdk)";
 
 /** A relative import that climbs out of the folder into `folder` (at any depth below src/). */
 const into = (folders) => `^(\\.\\./)+(${folders.join("|")})(/|\\.js$)`;
@@ -33,8 +39,12 @@ function layerRules(folder) {
           },
           // A package entry (src/*.ts) is above every folder but testing and cli.
           ...(folder === "testing" || folder === "cli" ? [] : [{
-            regex: "^(\\.\\./)+(index|sqlite|postgres|server|operator|testing)\\.js$",
+            regex: "^(\\.\\./)+(index|sqlite|postgres|server|operator|testing|ai-sdk|anthropic|openai-agents|langchain)\\.js$",
             message: `src/${folder} must not import a package entry: entries sit above it (docs/ARCHITECTURE.md).`,
+          }]),
+          ...(folder === "adapters" ? [] : [{
+            regex: OPTIONAL_SDKS,
+            message: `src/${folder} must not import an agent SDK: SDKs are optional peers, imported only by src/adapters/ and the adapter entries.`,
           }]),
         ],
       }],

@@ -10,6 +10,9 @@
  */
 export { createGate, DEFAULT_LEDGER_PATH, type Gate, type GateOptions, type RecoverySummary } from "./root/create-gate.js";
 export type { Alert, GateStats } from "./gate/alerts.js";
+export type { RunToolOptions, ToolAnswer, ToolCall } from "./root/tool-calls.js";
+export type { ApprovalStatus } from "./governance/govern.js";
+export type { StoppedTool } from "./governance/stopped.js";
 export {
   defineTool,
   type AnyTool, type KeyStrategy, type Tool, type ToolContext, type ToolSpec,

@@ -132,7 +132,8 @@ async function answerExisting(rt: Runtime, call: Call, print: string, first: Cal
   }
 }
 
-function keyFor(tool: AnyTool, input: unknown, block: ToolUseBlock, scope: Scope): string {
+/** The call's idempotency key by its tool's key strategy (exported for prepare.ts, which adapters use). */
+export function keyFor(tool: AnyTool, input: unknown, block: ToolUseBlock, scope: Scope): string {
   if (tool.key === "tool_use_id") return block.id;
   if (tool.key === "derived") return deriveKey(scope, tool.name, block.input);
   const key = tool.key(input, { toolUseId: block.id, scope });

@@ -24,6 +24,19 @@ import * as say from "./messages.js";
 import type { Policy } from "./policy.js";
 import { planQuotas, type QuotaPlan } from "./quotas.js";
 import { breakerScopes } from "./scopes.js";
+import { stopOf, stoppedTools, stopsFor, type StopSources, type StoppedTool } from "./stopped.js";
+import type { Scope } from "../core/keys.js";
+
+/**
+ * Where a call's durable approval stands (for an SDK's own approval surface):
+ * `not_needed` (no rule asks for one), `refused` (governance refuses the call anyway: kill switch,
+ * grant, breaker, failed dry run), `none` (needed, not filed yet), or the request's state.
+ */
+export type ApprovalStatus =
+  | { readonly state: "not_needed" }
+  | { readonly state: "refused"; readonly message: string }
+  | { readonly state: "none"; readonly id: string; readonly reasons: readonly string[] }
+  | { readonly state: ApprovalRecord["state"]; readonly id: string; readonly record: ApprovalRecord };
 
 /** Decides a new approval request in code (return undefined to leave it to a person). Called once per request, by the worker that filed it. */
 export type Approver = (request: ApprovalRecord) => ApprovalDecision | undefined | Promise<ApprovalDecision | undefined>;
@@ -40,9 +53,13 @@ export interface GovernanceOptions {
   readonly alert: (alert: Alert) => void;
 }
 
-/** The gate's Governor (src/gate/governor.ts), plus the compiled policy sagas consult. */
+/** The gate's Governor (src/gate/governor.ts), plus the compiled policy sagas consult and what adapters ask. */
 export interface Governance extends Governor {
   readonly policy: CompiledPolicy;
+  /** Where this call's durable approval stands, filing the request (with its dry run) when `file` and none exists. Runs nothing. */
+  approvalStatus(call: GovernedCall, options: { readonly file: boolean }): Promise<ApprovalStatus>;
+  /** The write and destructive tools a kill switch, a missing grant or an open breaker stops in this scope now. */
+  stoppedTools(scope: Scope): Promise<StoppedTool[]>;
 }
 
 const OK: Admission = { ok: true };
@@ -51,6 +68,7 @@ const refuse = (message: string): Admission => ({ ok: false, message });
 export function createGovernance(options: GovernanceOptions): Governance {
   const policy = compilePolicy(options.policy, options.tools);
   const store = options.store ?? noStore(options, policy);
+  const stopSources: StopSources = { store, isGranted: policy.isGranted, policySource: policy.source };
 
   async function admit(call: GovernedCall): Promise<Admission> {
     const { tool, scope } = call;
@@ -112,22 +130,10 @@ export function createGovernance(options: GovernanceOptions): Governance {
     let record = await store.getApproval(id);
     let created = false;
     if (!record) {
-      let preview: DryRunPreview | null = null;
-      if (tool.dryRun) {
-        const ran = await dryRun(call);
-        if (!ran.ok) return ran;
-        preview = ran.preview;
-      } else if (tool.effect === "destructive") {
-        return refuse(say.dryRunFailedMessage(tool, "the tool has no dryRun (every destructive tool needs one)"));
-      }
-      const put = await store.putApproval({
-        id, tenant: scope.tenant, key: call.key, tool: tool.name, effect: tool.effect, task: scope.task, agent: scope.agent ?? null,
-        toolUseId: call.toolUseId, input: call.storedInput, preview, reasons, digest, policyVersion: policy.version,
-        requestedBy: `${scope.agent ?? "an agent"} (worker ${options.owner})`, requestedAt: now, expiresAt: now + policy.ttlMs,
-      });
-      record = put.approval;
-      created = put.created;
-      if (created) record = await announce(record, now);
+      const filed = await fileApproval(store, call, { id, digest, reasons }, now);
+      if (!filed.ok) return filed;
+      record = filed.record;
+      created = filed.created;
     }
     for (;;) {
       record = await expireIfDue(store, record, now);
@@ -149,6 +155,48 @@ export function createGovernance(options: GovernanceOptions): Governance {
         }
       }
     }
+  }
+
+  /** Stores a new pending request for the call (its dry run first), and announces it when this worker created it. */
+  async function fileApproval(
+    store: GovernanceStore, call: GovernedCall, at: { id: string; digest: string; reasons: string[] }, now: number,
+  ): Promise<{ ok: true; record: ApprovalRecord; created: boolean } | { ok: false; message: string }> {
+    const { tool, scope } = call;
+    let preview: DryRunPreview | null = null;
+    if (tool.dryRun) {
+      const ran = await dryRun(call);
+      if (!ran.ok) return ran;
+      preview = ran.preview;
+    } else if (tool.effect === "destructive") {
+      return { ok: false, message: say.dryRunFailedMessage(tool, "the tool has no dryRun (every destructive tool needs one)") };
+    }
+    const put = await store.putApproval({
+      id: at.id, tenant: scope.tenant, key: call.key, tool: tool.name, effect: tool.effect, task: scope.task, agent: scope.agent ?? null,
+      toolUseId: call.toolUseId, input: call.storedInput, preview, reasons: at.reasons, digest: at.digest, policyVersion: policy.version,
+      requestedBy: `${scope.agent ?? "an agent"} (worker ${options.owner})`, requestedAt: now, expiresAt: now + policy.ttlMs,
+    });
+    return { ok: true, record: put.created ? await announce(put.approval, now) : put.approval, created: put.created };
+  }
+
+  async function approvalStatus(call: GovernedCall, { file }: { readonly file: boolean }): Promise<ApprovalStatus> {
+    const reasons = policy.approvalReasons(call.tool, call.input);
+    if (reasons.length === 0) return { state: "not_needed" };
+    // A call governance would refuse anyway is not put before a person.
+    const stop = stopOf(stopSources, call.tool, call.scope, await stopsFor(stopSources, call.scope));
+    if (stop) return { state: "refused", message: stop.message };
+    if (!store) throw new EffectgateError("EG_BAD_POLICY", `${call.tool.name} needs approval but the ledger ${options.location} keeps no approvals`);
+    const now = options.clock();
+    const digest = approvalDigest({ tenant: call.scope.tenant, key: call.key, tool: call.tool.name, input: call.rawInput, policyVersion: policy.version });
+    const id = approvalId(digest);
+    let record = await store.getApproval(id);
+    if (!record) {
+      if (!file) return { state: "none", id, reasons };
+      const filed = await fileApproval(store, call, { id, digest, reasons }, now);
+      if (!filed.ok) return { state: "refused", message: filed.message };
+      record = filed.record;
+    }
+    record = await expireIfDue(store, record, now);
+    return { state: record.state, id, record };
   }
 
   /** A new request: let the `approver` callback decide if there is one; if it stays pending, tell the operators. */
@@ -196,7 +244,7 @@ export function createGovernance(options: GovernanceOptions): Governance {
     return policy.rates.length === 0 && policy.quotas.length === 0 && policy.approvalReasons(call.tool, call.input).length === 0;
   }
 
-  return { policy, admit, admitsByReadingOnly };
+  return { policy, admit, admitsByReadingOnly, approvalStatus, stoppedTools: (scope) => stoppedTools(stopSources, options.tools.values(), scope) };
 }
 
 function quotaMessage(tool: AnyTool, plan: QuotaPlan, over: QuotaCharge, used: number): string {

@@ -29,7 +29,8 @@ import { createKernel } from "../gate/kernel.js";
 import { newOwnerId } from "../gate/owner.js";
 import type { CallRecoverySummary } from "../gate/recover.js";
 import { policyFor } from "../gate/tool-policy.js";
-import { createGovernance, type Approver } from "../governance/govern.js";
+import { createGovernance, type ApprovalStatus, type Approver } from "../governance/govern.js";
+import type { StoppedTool } from "../governance/stopped.js";
 import type { Policy } from "../governance/policy.js";
 import { sandboxed } from "../governance/sandbox.js";
 import { reconcile, type ReconcileOptions, type ReconcileSummary } from "../reconcile/scan.js";
@@ -40,6 +41,7 @@ import { recoverSagas } from "../saga/recover.js";
 import { createSaga, stopSagaHeartbeats } from "../saga/saga.js";
 import type { ApproveNonCompensable, Saga, SagaOptions, SagaRecoverySummary } from "../saga/types.js";
 import { sqliteLedger } from "../stores/sqlite/index.js";
+import { toolCallSurface, type RunToolOptions, type ToolAnswer, type ToolCall } from "./tool-calls.js";
 
 export const DEFAULT_LEDGER_PATH = ".effectgate/ledger.db";
 
@@ -104,6 +106,24 @@ export interface Gate {
    * tool: each becomes an `is_error` result that says what happened and what to do.
    */
   runToolUses(content: readonly unknown[], scope: Scope): Promise<ToolResultBlock[]>;
+  /**
+   * Runs one tool call given by an agent SDK (the adapters use it), keyed by the SDK's call id
+   * unless the tool's key strategy says otherwise: the same pipeline and guarantees as
+   * `runToolUses`, answered with the recorded result as a value. Never throws for a bad call or a
+   * failing tool (the answer says what happened); throws EG_BAD_CONTENT for a bad scope.
+   */
+  runTool(call: ToolCall, scope: Scope, options?: RunToolOptions): Promise<ToolAnswer>;
+  /**
+   * Where this call's durable approval stands, for an SDK's own approval surface: `not_needed`
+   * (no rule asks, or the ledger already has the call, which is answered from it), `refused`,
+   * or the request's state (`pending`, `approved`, `denied`, `expired`, `consumed`). Files the
+   * request (running its dry run) when none exists, unless `file: false` (then `none`). Runs nothing.
+   */
+  approvalFor(call: ToolCall, scope: Scope, options?: { readonly file?: boolean }): Promise<ApprovalStatus>;
+  /** The write and destructive tools that a kill switch, a missing grant or an open rate breaker stops in this scope now (read only). */
+  stoppedTools(scope: Scope): Promise<StoppedTool[]>;
+  /** The tools handed to the gate, by name (sandboxed ones as wrapped). */
+  readonly tools: ReadonlyMap<string, AnyTool>;
   /** Settles calls left `in_progress` by dead workers or left `uncertain` (see RecoverySummary). */
   recover(options?: { limit?: number }): Promise<RecoverySummary>;
   /** Loads a checkpoint and answers its pending tool_use through the ledger. */
@@ -176,8 +196,17 @@ export function createGate(options: GateOptions): Gate {
         : Promise.resolve(errorResult(found.id, "EG_MALFORMED_BLOCK", `${found.problem}. Nothing was executed.`))));
   }
 
+  const surface = toolCallSurface(kernel, governance, checkScope);
+
   return {
     runToolUses,
+    runTool: surface.runTool,
+    approvalFor: surface.approvalFor,
+    stoppedTools(scope) {
+      checkScope(scope);
+      return governance.stoppedTools(scope);
+    },
+    tools,
     // Sagas first: a compensating saga settles its own interrupted steps without re-running them.
     recover: async (opts) => {
       const sagaSummary = await recoverSagas(sagas, opts);

@@ -48,12 +48,18 @@ describe("imports point one way", () => {
     ["src/index.ts", "./cli/format.js", /a package entry must not import the CLI/],
     ["demo/probe.ts", "../src/root/create-gate.js", /the demo imports only the package's entries/],
     ["demo/blast/probe.ts", "../../src/core/tool.js", /the demo imports only the package's entries/],
+    ["src/core/probe.ts", "@openai/agents", /must not import an agent SDK/],
+    ["src/root/probe.ts", "@langchain/core/tools", /must not import an agent SDK/],
+    ["src/gate/probe.ts", "langchain", /must not import an agent SDK/],
+    ["src/adapters/probe.ts", "../cli/main.js", /src\/adapters may import only/],
   ])("%s importing %s is refused", async (file, from, message) => {
     const found = await problems(file, use(from));
     expect(found.join("\n")).toMatch(message);
   });
 
   it.each([
+    ["src/adapters/probe.ts", "@openai/agents"],
+    ["src/adapters/probe.ts", "../root/create-gate.js"],
     ["src/contracts/probe.ts", "../core/json.js"],
     ["src/gate/probe.ts", "../contracts/calls.js"],
     ["src/stores/postgres/probe.ts", "../../contracts/stores.js"],

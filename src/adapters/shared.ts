@@ -1,0 +1,45 @@
+/**
+ * What every SDK adapter shares: the scope function, the text an answer gives the model, and
+ * the error an adapter throws where its SDK wants a throw. Each SDK's own code sits beside this
+ * file (src/adapters/<sdk>/) behind its entry (src/<sdk>.ts); nothing here imports an SDK.
+ */
+import type { Scope } from "../core/keys.js";
+import { renderResult } from "../core/blocks.js";
+import type { ErrorCode } from "../core/errors.js";
+import type { ToolAnswer } from "../root/tool-calls.js";
+
+/**
+ * The scope (tenant, task, agent) of a call, from the SDK's run context (AI SDK `context`,
+ * OpenAI `RunContext`, LangGraph `config`…). Must give the same scope for a call every time it is
+ * made, or its replay lands on another record.
+ */
+export type ScopeOf<Context> = (context: Context) => Scope | Promise<Scope>;
+
+/** The answer as the model should read it: the result as text (strings as they are), or the error with what to do. */
+export function answerText(answer: ToolAnswer): string {
+  return answer.ok ? renderResult(answer.result) : answer.message;
+}
+
+/**
+ * Thrown by an adapter where its SDK turns a thrown error into the tool's error result for the
+ * model (the message is effectgate's full `EG_…` text). Carries the answer for code that catches it.
+ */
+export class ToolCallRefused extends Error {
+  readonly code: ErrorCode | undefined;
+  readonly approvalId: string | undefined;
+  readonly answer: Extract<ToolAnswer, { ok: false }>;
+
+  constructor(answer: Extract<ToolAnswer, { ok: false }>) {
+    super(answer.message);
+    this.name = "ToolCallRefused";
+    this.code = answer.code as ErrorCode | undefined;
+    this.approvalId = answer.approvalId;
+    this.answer = answer;
+  }
+}
+
+/** The SDK's call id, checked: without one a call cannot be keyed, and running it could run it twice. */
+export function requireCallId(id: unknown, sdk: string, field: string): string {
+  if (typeof id === "string" && id !== "") return id;
+  throw new TypeError(`effectgate: ${sdk} gave this tool call no ${field}; a call without an id cannot be deduplicated, so it was not run`);
+}

@@ -1,0 +1,29 @@
+/**
+ * effectgate/langchain: effectgate tools for LangChain and LangGraph (`@langchain/core` and
+ * `@langchain/langgraph`, optional peer dependencies: install them yourself). See
+ * docs/adapters-openai-langchain.md.
+ *
+ *   import { langchainTool } from "effectgate/langchain";
+ *   const tools = new ToolNode([langchainTool(gate, createTicket, { scope: (config) => ({ tenant: "acme", task: config.configurable?.thread_id }) })]);
+ *
+ * Each call is keyed by its tool call id, so a ToolNode that re-runs a batch after an interrupt
+ * does not run a sibling's effect again; approvals interrupt the graph while pending.
+ */
+import { ToolMessage } from "@langchain/core/messages";
+import { tool, type StructuredToolInterface } from "@langchain/core/tools";
+import { interrupt } from "@langchain/langgraph";
+import type { Gate } from "./root/create-gate.js";
+import { langchainToolWith, type AnyGateTool, type LangChainToolOptions } from "./adapters/langchain/tool.js";
+import type { LangChainKit } from "./adapters/langchain/types.js";
+
+export { toolCallIdOf, type LangChainToolOptions } from "./adapters/langchain/tool.js";
+export { fromLangChainTool, type LangChainToolSpec } from "./adapters/langchain/wrap.js";
+export type { ApprovalInterrupt } from "./adapters/langchain/approval.js";
+export type { ScopeOf } from "./adapters/shared.js";
+
+const kit: LangChainKit = { tool: tool, interrupt, ToolMessage };
+
+/** The LangChain tool for an effectgate tool, keyed by the tool call id (the tool must also be among the gate's tools). */
+export function langchainTool(gate: Gate, gated: AnyGateTool, options: LangChainToolOptions): StructuredToolInterface {
+  return langchainToolWith(kit, gate, gated, options);
+}
