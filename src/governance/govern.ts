@@ -57,7 +57,7 @@ export interface GovernanceOptions {
 export interface Governance extends Governor {
   readonly policy: CompiledPolicy;
   /** Where this call's durable approval stands, filing the request (with its dry run) when `file` and none exists. Runs nothing. */
-  approvalStatus(call: GovernedCall, options: { readonly file: boolean }): Promise<ApprovalStatus>;
+  approvalStatus(call: GovernedCall, options: { readonly file: boolean; readonly known?: boolean }): Promise<ApprovalStatus>;
   /** The write and destructive tools a kill switch, a missing grant or an open breaker stops in this scope now. */
   stoppedTools(scope: Scope): Promise<StoppedTool[]>;
 }
@@ -178,11 +178,12 @@ export function createGovernance(options: GovernanceOptions): Governance {
     return { ok: true, record: put.created ? await announce(put.approval, now) : put.approval, created: put.created };
   }
 
-  async function approvalStatus(call: GovernedCall, { file }: { readonly file: boolean }): Promise<ApprovalStatus> {
+  // `known`: the ledger already has the call, which is answered from it, never governed again: report its request as it stands.
+  async function approvalStatus(call: GovernedCall, { file, known = false }: { readonly file: boolean; readonly known?: boolean }): Promise<ApprovalStatus> {
     const reasons = policy.approvalReasons(call.tool, call.input);
     if (reasons.length === 0) return { state: "not_needed" };
     // A call governance would refuse anyway is not put before a person.
-    const stop = stopOf(stopSources, call.tool, call.scope, await stopsFor(stopSources, call.scope));
+    const stop = known ? undefined : stopOf(stopSources, call.tool, call.scope, await stopsFor(stopSources, call.scope));
     if (stop) return { state: "refused", message: stop.message };
     if (!store) throw new EffectgateError("EG_BAD_POLICY", `${call.tool.name} needs approval but the ledger ${options.location} keeps no approvals`);
     const now = options.clock();
@@ -190,6 +191,7 @@ export function createGovernance(options: GovernanceOptions): Governance {
     const id = approvalId(digest);
     let record = await store.getApproval(id);
     if (!record) {
+      if (known) return { state: "not_needed" };
       if (!file) return { state: "none", id, reasons };
       const filed = await fileApproval(store, call, { id, digest, reasons }, now);
       if (!filed.ok) return { state: "refused", message: filed.message };

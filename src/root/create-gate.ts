@@ -115,8 +115,9 @@ export interface Gate {
   runTool(call: ToolCall, scope: Scope, options?: RunToolOptions): Promise<ToolAnswer>;
   /**
    * Where this call's durable approval stands, for an SDK's own approval surface: `not_needed`
-   * (no rule asks, or the ledger already has the call, which is answered from it), `refused`,
-   * or the request's state (`pending`, `approved`, `denied`, `expired`, `consumed`). Files the
+   * (no rule asks for one), `refused` (governance refuses it anyway: kill switch, grant, breaker),
+   * or the request's state (`pending`, `approved`, `denied`, `expired`, `consumed`: a call the
+   * ledger already has reports its request as it stands and is never filed again). Files the
    * request (running its dry run) when none exists, unless `file: false` (then `none`). Runs nothing.
    */
   approvalFor(call: ToolCall, scope: Scope, options?: { readonly file?: boolean }): Promise<ApprovalStatus>;

@@ -96,9 +96,10 @@ export function toolCallSurface(kernel: Kernel, governance: Governance, checkSco
     const prepared = await prepareCall(kernel.tools, { type: "tool_use", id: call.id, name: call.name, input: call.input }, scope);
     // A call that would be answered with an error needs nobody's approval: running it gives that error.
     if (!prepared.ok) return { state: "not_needed" };
-    // A call the ledger knows is answered from it and never asks again (an approved call resent: the SDK's replay path).
-    if (prepared.call.tool.effect !== "read" && (await kernel.calls.get(scope.tenant, prepared.call.key))) return { state: "not_needed" };
-    return governance.approvalStatus(prepared.call, { file: options.file ?? true });
+    // A call the ledger knows is answered from it and is never put before a person again (an approved call resent: an SDK's
+    // replay path); its request is reported as it stands (consumed), since SDKs re-check approval before they replay.
+    const known = prepared.call.tool.effect !== "read" && (await kernel.calls.get(scope.tenant, prepared.call.key)) !== undefined;
+    return governance.approvalStatus(prepared.call, { file: !known && (options.file ?? true), known });
   }
 
   return { runTool, approvalFor };

@@ -114,8 +114,10 @@ describe("gate.approvalFor", () => {
     expect(await gate.approvalFor(call, scope)).toMatchObject({ state: "approved", id });
 
     expect(await gate.runTool(call, scope)).toMatchObject({ ok: true, result: { refunded: "ch_1" } });
-    // Once the ledger has the call, it needs no approval again: it is answered from the record.
-    expect(await gate.approvalFor(call, scope)).toEqual({ state: "not_needed" });
+    // Once the ledger has the call, its request reads consumed, and a kill switch does not change that: it is answered from the record.
+    await setKillSwitch(gate.ledger, true, {}, { by: "ops" });
+    expect(await gate.approvalFor(call, scope)).toMatchObject({ state: "consumed", id });
+    expect(await gate.runTool(call, scope)).toMatchObject({ ok: true, result: { refunded: "ch_1" } });
   });
 
   it("says none without filing when asked not to, and not_needed for calls no rule governs", async () => {
