@@ -10,7 +10,7 @@ import { EffectgateError, messageOf } from "../core/errors.js";
 
 /** The `_meta` fields hosts put a tool-use id in, looked at in this order (configurable: `keys.meta`). */
 export const DEFAULT_META_KEYS = [
-  "io.effectgate/tool-use-id", "claudecode/toolUseId", "toolUseId", "tool_use_id", "toolCallId", "tool_call_id",
+  "io.effectgate/idempotency-key", "io.effectgate/tool-use-id", "claudecode/toolUseId", "toolUseId", "tool_use_id", "toolCallId", "tool_call_id",
 ] as const;
 
 /** Two identical calls without a tool-use id within this long are one call (`keys.dedupeWindowMs`). */
