@@ -1,5 +1,5 @@
 /** The `effectgate mcp` command's options and help (its work is in mcp.ts, loaded only when it runs). */
-import { Command, Option } from "commander";
+import { Option, type Command } from "commander";
 import { DEFAULT_LEDGER_PATH } from "./defaults.js";
 
 export interface McpCommandOptions {

@@ -34,7 +34,7 @@ export function probeArguments(probe: ProbeConfig, ctx: ProbeContext): Record<st
 }
 
 /** Maps the probe tool's result to an answer; a result that matches none of the lists is an error (the probe is asked again, or a person decides). */
-export function probeAnswer(probe: ProbeConfig, result: { isError?: unknown }): ProbeResult<unknown> {
+export function probeAnswer(probe: ProbeConfig, result: { readonly isError?: unknown; readonly [field: string]: unknown }): ProbeResult<unknown> {
   if (result.isError === true) throw new Error(`the probe tool ${probe.tool} answered with an error: ${JSON.stringify(result).slice(0, 300)}`);
   const path = probe.status ?? "structuredContent.status";
   const value = at(result, path);

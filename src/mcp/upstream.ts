@@ -45,6 +45,8 @@ export interface Upstream {
 }
 
 const REFUSED = new Set<number>([ErrorCode.InvalidParams, ErrorCode.MethodNotFound, ErrorCode.InvalidRequest, ErrorCode.ParseError]);
+const CONNECTION_CLOSED: number = ErrorCode.ConnectionClosed;
+const REQUEST_TIMEOUT: number = ErrorCode.RequestTimeout;
 
 export function connectUpstream(config: UpstreamConfig, options: { clientName: string; version: string; log: (line: string) => void }): Upstream {
   const describe = "url" in config ? config.url : [config.command, ...(config.args ?? [])].join(" ");
@@ -127,11 +129,11 @@ export function connectUpstream(config: UpstreamConfig, options: { clientName: s
         if (err instanceof McpError && REFUSED.has(err.code)) {
           throw new ToolRejected(`the upstream refused the call: ${err.message}`, { cause: err });
         }
-        if (err instanceof McpError && err.code === ErrorCode.ConnectionClosed) {
+        if (err instanceof McpError && err.code === CONNECTION_CLOSED) {
           throw new OutcomeUnknown(`the upstream ${describe} closed the connection while ${call.name} was running (it crashed or exited): ` +
             `it may or may not have done it${trouble()}`, { cause: err });
         }
-        if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+        if (err instanceof McpError && err.code === REQUEST_TIMEOUT) {
           throw new OutcomeUnknown(`the upstream did not answer ${call.name} within ${call.timeoutMs} ms${trouble()}`, { cause: err });
         }
         if (err instanceof Error && err.message === "Not connected") {

@@ -3,6 +3,7 @@
  * elicitation (accepted, declined, cancelled), left pending for `effectgate approvals` when the
  * host cannot be asked (fail closed), quotas stopping a runaway loop, grants hiding tools.
  */
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../cli/run-cli.js";
@@ -18,7 +19,7 @@ function elicitingHost(answer: ElicitResult) {
     asked,
     options: {
       capabilities: { elicitation: { form: {} } },
-      setup: (client: import("@modelcontextprotocol/sdk/client/index.js").Client) =>
+      setup: (client: Client) =>
         client.setRequestHandler(ElicitRequestSchema, (request) => {
           asked.push(request.params.message);
           return answer;
