@@ -66,10 +66,10 @@ export function hostOf(client: Client, pid: number, stderr: () => string, close:
 }
 
 /** Starts `effectgate mcp --config … --db … -- node upstream.mjs` as a host does, and connects to it. */
-export async function startGateway(ws: Workspace, options: { capabilities?: Client["registerCapabilities"] extends (c: infer C) => void ? C : never; setup?: (client: Client) => void; args?: string[] } = {}): Promise<Host> {
+export async function startGateway(ws: Workspace, options: { capabilities?: Client["registerCapabilities"] extends (c: infer C) => void ? C : never; setup?: (client: Client) => void; args?: string[]; ledgerArgs?: string[] } = {}): Promise<Host> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [CLI, "mcp", "--config", ws.configFile, "--db", ws.db, ...(options.args ?? []), "--", process.execPath, UPSTREAM],
+    args: [CLI, "mcp", "--config", ws.configFile, ...(options.ledgerArgs ?? ["--db", ws.db]), ...(options.args ?? []), "--", process.execPath, UPSTREAM],
     env: env(ws.env()), cwd: ws.dir, stderr: "pipe",
   });
   let stderr = "";
