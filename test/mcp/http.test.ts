@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema, type ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { CLI } from "../cli/run-cli.js";
 import { requireBuild } from "../support/processes.js";
@@ -42,8 +43,9 @@ async function listening(ws: Workspace): Promise<{ url: string; child: ChildProc
   return { url, child, stderr: () => stderr };
 }
 
-async function httpHost(url: string): Promise<Host> {
-  const client = new Client({ name: "http-host", version: "1.0.0" });
+async function httpHost(url: string, setup?: (client: Client) => void, capabilities: ClientCapabilities = {}): Promise<Host> {
+  const client = new Client({ name: "http-host", version: "1.0.0" }, { capabilities });
+  setup?.(client);
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
   return hostOf(client, -1, () => "", () => client.close());
 }
@@ -83,6 +85,51 @@ describe("effectgate mcp --listen (Streamable HTTP)", () => {
       expect(ws.effects("create_ticket")).toHaveLength(2);
     } finally {
       await second.close();
+    }
+  });
+
+  it("two hosts on two sessions make the same call at once: one effect, both get its result", async () => {
+    const ws = workspace();
+    ws.control({ create_ticket: "slow" });
+    const { url } = await listening(ws);
+    const [a, b] = await Promise.all([httpHost(url), httpHost(url)]);
+    try {
+      const [ra, rb] = await Promise.all([
+        a.call("create_ticket", { title: "twins" }, { toolUseId: "toolu_twin" }),
+        b.call("create_ticket", { title: "twins" }, { toolUseId: "toolu_twin" }),
+      ]);
+      expect(rb).toEqual(ra);
+      expect(ra.structuredContent).toEqual({ status: "found", id: "T-1", title: "twins" });
+      expect(ws.effects()).toHaveLength(1);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("asks for approval through the elicitation of the session the call came on, not another", async () => {
+    const ws = workspace();
+    const { url } = await listening(ws);
+    const asked: string[] = [];
+    const answering = (name: string) => (client: Client) =>
+      client.setRequestHandler(ElicitRequestSchema, () => {
+        asked.push(name);
+        return { action: "accept", content: { approve: true } };
+      });
+    const bystander = await httpHost(url, answering("bystander"), { elicitation: { form: {} } });
+    const caller = await httpHost(url, answering("caller"), { elicitation: { form: {} } });
+    const blind = await httpHost(url);
+    try {
+      expect(text(await caller.call("delete_account", { account: "acc_h" }, { toolUseId: "toolu_h" }))).toBe("deleted acc_h (#1)");
+      expect(asked).toEqual(["caller"]);
+      // A session without elicitation is never answered by another session's user.
+      expect(text(await blind.call("delete_account", { account: "acc_b" }, { toolUseId: "toolu_b" }))).toMatch(/^EG_AWAITING_APPROVAL: /);
+      expect(asked).toEqual(["caller"]);
+      expect(ws.effects()).toHaveLength(1);
+    } finally {
+      await bystander.close();
+      await caller.close();
+      await blind.close();
     }
   });
 
