@@ -13,6 +13,7 @@ import { DEFAULT_LEDGER_PATH } from "./defaults.js";
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./errors.js";
 import { hanging, table, wrap } from "./format.js";
 import { addGovernanceCommands } from "./governance-commands.js";
+import { addMcpCommand } from "./mcp-command.js";
 import { addReconcileCommands } from "./reconcile-commands.js";
 import { addSagaCommands } from "./saga-commands.js";
 import { unknownCommandAskedForHelp } from "./unknown-command.js";
@@ -165,6 +166,9 @@ ${EXIT_CODES}`)
       const { migrateLedger } = await import("./migrate.js");
       await migrateLedger(opts);
     });
+
+  // ---- mcp ----------------------------------------------------------------------------------
+  addMcpCommand(program, EXIT_CODES);
 
   addPostgresOptions(program);
 

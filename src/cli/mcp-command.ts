@@ -1,0 +1,58 @@
+/** The `effectgate mcp` command's options and help (its work is in mcp.ts, loaded only when it runs). */
+import { Option, type Command } from "commander";
+import { DEFAULT_LEDGER_PATH } from "./defaults.js";
+
+export interface McpCommandOptions {
+  readonly db: string;
+  readonly config?: string;
+  readonly listen?: string;
+  readonly token?: string;
+  readonly upstreamUrl?: string;
+  readonly tenant?: string;
+  readonly task?: string;
+}
+
+export function addMcpCommand(program: Command, exitCodes: string): void {
+  program
+    .command("mcp")
+    .description("an MCP gateway: serve another MCP server's tools to a host through the gate (each call recorded before it runs, repeats answered from the ledger, governance applied)")
+    .argument("[upstream...]", "the upstream MCP server's command and arguments, after --")
+    .option("--config <path>", "the gateway's config file (effect classes, keys, probes, policy): see docs/mcp.md")
+    .addOption(new Option("--db <path>", "the SQLite ledger file (created when missing)").env("EFFECTGATE_DB").default(DEFAULT_LEDGER_PATH))
+    .option("--listen <host:port>", "serve Streamable HTTP at http://host:port/mcp instead of stdio (e.g. 127.0.0.1:8931); every request needs the token")
+    .addOption(new Option("--token <token>", "the bearer token HTTP clients must send (default: a random one, printed on stderr)").env("EFFECTGATE_MCP_TOKEN"))
+    .option("--upstream-url <url>", "an upstream MCP server over Streamable HTTP instead of a command")
+    .option("--tenant <tenant>", "the tenant the calls are recorded under (default: the config's, else \"default\")")
+    .option("--task <task>", "the task the calls are recorded under (default: the config's, else \"mcp\")")
+    .passThroughOptions()
+    .addHelpText("after", `
+The host starts \`effectgate mcp -- <the original server command>\` instead of the server itself.
+The gateway starts the upstream as a child process (stdio), re-exposes its tools and passes
+every call through the gate:
+  classes   from the tools' annotations (readOnlyHint → read, destructiveHint: false → write,
+            otherwise destructive), overridable per tool in --config
+  keys      a tool-use id the host puts in _meta, else derived from the task, the tool and the
+            arguments (a dedupe window apart); sent upstream in _meta as
+            io.effectgate/idempotency-key with io.effectgate/fence
+  refusals  not granted, over quota, waiting for approval, unknown outcome: an isError result
+            that says why and what to do; tools not granted are hidden from tools/list
+  approvals destructive calls ask the host's user (elicitation) when the host can, else wait
+            for \`effectgate approvals approve ID\` (nothing runs meanwhile)
+
+Examples:
+  effectgate mcp -- npx -y @modelcontextprotocol/server-everything
+  effectgate mcp --config effectgate.mcp.json --db /var/lib/agent/mcp.db -- node server.js
+  effectgate mcp --listen 127.0.0.1:8931 --token "$TOKEN" -- python server.py
+  effectgate mcp --upstream-url http://127.0.0.1:9000/mcp
+
+Host configuration (an mcpServers entry):
+  { "command": "npx", "args": ["-y", "-p", "effectgate", "-p", "@modelcontextprotocol/sdk",
+    "effectgate", "mcp", "--db", "/home/me/.effectgate/mcp.db", "--", "node", "server.js"] }
+
+Needs the package @modelcontextprotocol/sdk (1.x) beside effectgate. Reference: docs/mcp.md.
+${exitCodes}`)
+    .action(async (upstream: string[], opts: McpCommandOptions) => {
+      const { runMcp } = await import("./mcp.js");
+      await runMcp(upstream, opts);
+    });
+}

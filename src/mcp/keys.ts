@@ -1,0 +1,45 @@
+/**
+ * The idempotency key of a host's tools/call. Never the JSON-RPC request id: it changes on every
+ * retry. In order:
+ *   1. a tool-use id the host put in `params._meta` (the first of the configured fields present);
+ *   2. otherwise a derived key over the gateway's scope (tenant, task: stable across reconnects),
+ *      the tool and the canonical arguments, so a host's repeat of a timed-out call is the same
+ *      call. The dedupe window decides when an identical call is a new one: the key carries a
+ *      generation, and a generation whose record is settled and older than the window is passed by.
+ *      A generation still unsettled (running, uncertain, needing a person) is never passed by.
+ */
+import { deriveKey, type Scope } from "../core/keys.js";
+import { isSettled } from "../core/states.js";
+import type { CallStore } from "../contracts/calls.js";
+
+export interface KeyRules {
+  readonly metaKeys: readonly string[];
+  readonly dedupeWindowMs: number;
+}
+
+/** The host's tool-use id in `_meta`, if it gave one. */
+export function toolUseIdFromMeta(meta: Readonly<Record<string, unknown>> | undefined, metaKeys: readonly string[]): string | undefined {
+  if (!meta) return undefined;
+  for (const field of metaKeys) {
+    const value = meta[field];
+    if (typeof value === "string" && value !== "") return value;
+    if (typeof value === "number" && Number.isFinite(value)) return String(value);
+  }
+  return undefined;
+}
+
+/** How far up the generations a derived key may climb: a loop past this is a bug, not a workload. */
+const MAX_GENERATIONS = 10_000;
+
+export async function derivedKey(
+  calls: CallStore, scope: Scope, tool: string, args: unknown, windowMs: number, now: number,
+): Promise<string> {
+  const base = `mcp:${deriveKey(scope, tool, args)}`;
+  for (let generation = 0; generation < MAX_GENERATIONS; generation++) {
+    const key = generation === 0 ? base : `${base}~${generation}`;
+    const record = await calls.get(scope.tenant, key);
+    if (!record) return key;
+    if (!isSettled(record.state) || now - record.createdAt < windowMs) return key;
+  }
+  return `${base}~${MAX_GENERATIONS}`;
+}
