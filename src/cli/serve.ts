@@ -47,6 +47,16 @@ export async function serve(options: ServeOptions): Promise<void> {
     if (err instanceof EffectgateError && err.code === "EG_BAD_OPTION") throw new CliError(err.message, EXIT_USAGE);
     throw err;
   }
+  // Listen for the stop signals before printing: whoever reads the URL may stop the server at once.
+  const stopped = new Promise<void>((done) => {
+    const stop = () => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      void server.close().then(() => opened.ledger.close()).finally(done);
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
   const out = (line: string) => process.stdout.write(`${line}\n`);
   out(`effectgate console for ${opened.file}`);
   out(`listening on ${server.url}`);
@@ -57,13 +67,5 @@ export async function serve(options: ServeOptions): Promise<void> {
     out(`Token: the one in ${token.file} (open ${server.url}#token=TOKEN, or paste it when asked).`);
   }
   out(`API: ${server.url}api/ with "Authorization: Bearer TOKEN" (described at ${server.url}api/openapi.json). Stop with Ctrl-C.`);
-  await new Promise<void>((done) => {
-    const stop = () => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
-      void server.close().then(() => opened.ledger.close()).finally(done);
-    };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
-  });
+  await stopped;
 }
