@@ -127,6 +127,10 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     const isApi = url.pathname.startsWith("/api/") || url.pathname === "/metrics";
     checkRequest(req, guard, isApi);
     if (asset && (req.method === "GET" || req.method === "HEAD")) return send(res, 200, asset.type, asset.body);
+    if (url.pathname === "/favicon.ico") {
+      res.statusCode = 204; // no icon, and no 404 in the browser's console
+      return void res.end();
+    }
     if (url.pathname === "/api/events" && req.method === "GET") return stream(req, res);
     if (url.pathname === "/api/openapi.json" && req.method === "GET") return send(res, 200, "application/json; charset=utf-8", openapiText());
     if (url.pathname === "/metrics" && req.method === "GET" && options.metrics) {
