@@ -167,14 +167,14 @@ describe.skipIf(!haveChromium)(`the web console in Chromium${haveChromium ? "" :
     await ledger.close();
     const { page } = await console(db);
     const base = page.url().replace(/#.*$/, "");
-    for (const where of ["#approvals", "#queue", "#ledger", "#overview"]) {
+    for (const where of ["#queue", "#ledger", "#overview", "#approvals"]) {
+      const before = await page.locator("main").getAttribute("data-rendered");
       await page.goto(`${base}${where}`);
-      await page.waitForFunction(() => document.querySelector("main")?.hasAttribute("data-rendered"));
+      await expect.poll(() => page.locator("main").getAttribute("data-rendered")).not.toBe(before);
       if (where === "#queue") await page.locator(".details[data-loaded=true]").waitFor();
       expect(await page.locator("main img, main script, main b").count(), where).toBe(0);
-      expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss), where).toBeUndefined();
+      expect(await page.evaluate(() => (globalThis as unknown as { __xss?: number }).__xss), where).toBeUndefined();
     }
-    await page.goto(`${base}#approvals`);
     await expect.poll(() => page.locator(`[data-approval="${approval!}"] .input`).innerText()).toContain(JSON.stringify(payload));
     await page.goto(`${base}#queue`);
     await expect.poll(() => page.locator(".queue-item .tool").first().innerText()).toBe(tool);
@@ -216,11 +216,11 @@ describe.skipIf(!haveChromium)(`the web console in Chromium${haveChromium ? "" :
     const { db, effects } = await newLedger();
     const { page } = await console(db);
     await page.getByText("No pending approval requests.").waitFor();
-    await page.evaluate(() => ((window as unknown as { __sameDocument: boolean }).__sameDocument = true));
+    await page.evaluate(() => ((globalThis as unknown as { __sameDocument: boolean }).__sameDocument = true));
     const worker = await agent(db, effects);
     const { approval } = await worker.call("toolu_live", "delete_account", { account: "acc_live" });
     await page.locator(`[data-approval="${approval!}"]`).waitFor();
-    expect(await page.evaluate(() => (window as unknown as { __sameDocument?: boolean }).__sameDocument)).toBe(true);
+    expect(await page.evaluate(() => (globalThis as unknown as { __sameDocument?: boolean }).__sameDocument)).toBe(true);
     await expect.poll(() => page.locator("#badge-approvals").innerText()).toBe("1");
     await worker.stop();
   });

@@ -11,7 +11,7 @@ import { FINDING_KINDS, type FindingStatus } from "../../contracts/findings.js";
 import type { Stores } from "../../contracts/stores.js";
 import { SAGA_STATES } from "../../contracts/saga-states.js";
 import type { EffectClass } from "../../core/effect-class.js";
-import { closeBreaker, decideCall, listApprovals, listBreakers, listKillSwitches, setKillSwitch } from "../../governance/operator.js";
+import { closeBreaker, decideCall, getApproval, listApprovals, listBreakers, listKillSwitches, setKillSwitch } from "../../governance/operator.js";
 import { listQueue, resolveQueueItem, showQueueItem, type QueueMove } from "../../reconcile/queue.js";
 import { requestSagaCompensation, resolveSaga } from "../../saga/operator.js";
 import { ApiError, badRequest, conflict, notFound } from "./api-error.js";
@@ -127,7 +127,7 @@ export const ROUTES: readonly Route[] = [
   }),
 
   get("/api/approvals/{id}", async (ctx) => {
-    const approval = await ctx.ledger.governance?.getApproval(param(ctx, "id"));
+    const approval = ctx.ledger.governance ? await getApproval(ctx.ledger, param(ctx, "id")) : undefined;
     if (!approval) throw notFound(`no approval request ${JSON.stringify(param(ctx, "id"))}`);
     return { approval };
   }),
