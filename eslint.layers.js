@@ -2,7 +2,7 @@
 //   core → contracts → {gate, stores} → {governance, saga, reconcile, http, checkpoint}
 //   → root → entries (src/*.ts, src/testing/) → cli; demo/ imports only the package's entries.
 // eslint.config.js applies these; test/layers/lint.test.ts proves each forbidden import fails.
-const FEATURES = ["governance", "saga", "reconcile", "http", "checkpoint"];
+const FEATURES = ["governance", "saga", "reconcile", "http", "checkpoint", "observability"];
 
 /** What each folder of src/ may import besides itself (relative imports only; packages are free). */
 const MAY_IMPORT = {
@@ -33,7 +33,7 @@ function layerRules(folder) {
           },
           // A package entry (src/*.ts) is above every folder but testing and cli.
           ...(folder === "testing" || folder === "cli" ? [] : [{
-            regex: "^(\\.\\./)+(index|sqlite|postgres|server|operator|testing)\\.js$",
+            regex: "^(\\.\\./)+(index|sqlite|postgres|server|operator|testing|console|prometheus|otel)\\.js$",
             message: `src/${folder} must not import a package entry: entries sit above it (docs/ARCHITECTURE.md).`,
           }]),
         ],

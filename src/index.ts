@@ -10,6 +10,8 @@
  */
 export { createGate, DEFAULT_LEDGER_PATH, type Gate, type GateOptions, type RecoverySummary } from "./root/create-gate.js";
 export type { Alert, GateStats } from "./gate/alerts.js";
+export type { CallObservation, CallOutcome, GateObserver, ObservedCall, ObservedOutcome, ProbeOutcome } from "./gate/observe.js";
+export { stderrLogger, type Logger } from "./core/logger.js";
 export {
   defineTool,
   type AnyTool, type KeyStrategy, type Tool, type ToolContext, type ToolSpec,
