@@ -66,7 +66,7 @@ describe("effectgate/otel", () => {
       async execute(input) {
         // The tool's own span (an HTTP call downstream, say) is a child of the call's span.
         const span = tracer.startSpan("POST /messages");
-        downstreamParent = span.parentSpanContext?.spanId;
+        downstreamParent = (span as unknown as ReadableSpan).parentSpanContext?.spanId;
         span.end();
         return { sent: input.to };
       },
