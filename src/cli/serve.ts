@@ -5,6 +5,7 @@
  */
 import { dirname, join, resolve } from "node:path";
 import { EffectgateError } from "../core/errors.js";
+import type { Stores } from "../contracts/stores.js";
 import { startConsole } from "../root/console/server.js";
 import { loadOrCreateToken } from "../root/console/token.js";
 import { defaultOperator } from "./operator.js";
@@ -27,6 +28,14 @@ export function tokenFileFor(options: Pick<ServeOptions, "db" | "tokenFile">): s
   return target.kind === "file" ? join(dirname(resolve(target.path)), "console-token") : resolve(".effectgate", "console-token");
 }
 
+/** `/metrics` with the ledger's gauges (approvals pending, queue size) when prom-client is installed; none otherwise. */
+async function ledgerMetrics(ledger: Stores): Promise<(() => Promise<{ contentType: string; body: string }>) | undefined> {
+  const prometheus = await import("../prometheus.js").catch(() => undefined); // prom-client is an optional peer
+  if (!prometheus) return undefined;
+  const observer = prometheus.prometheusObserver(prometheus.ledgerGauges(ledger));
+  return async () => ({ contentType: observer.contentType, body: await observer.metrics() });
+}
+
 export async function serve(options: ServeOptions): Promise<void> {
   const opened = await openNow(openLedgerForChanges(options.db));
   let token;
@@ -36,9 +45,11 @@ export async function serve(options: ServeOptions): Promise<void> {
     await opened.ledger.close();
     throw err;
   }
+  const metrics = await ledgerMetrics(opened.ledger);
   let server;
   try {
     server = await startConsole({
+      ...(metrics ? { metrics } : {}),
       ledger: opened.ledger, token: token.token, host: options.host, port: options.port, allowRemote: options.allowRemote,
       pollMs: options.pollMs, operator: `${defaultOperator()} (console)`,
     });
@@ -66,6 +77,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   } else {
     out(`Token: the one in ${token.file} (open ${server.url}#token=TOKEN, or paste it when asked).`);
   }
+  if (metrics) out(`Metrics: ${server.url}metrics (Prometheus text, same token).`);
   out(`API: ${server.url}api/ with "Authorization: Bearer TOKEN" (described at ${server.url}api/openapi.json). Stop with Ctrl-C.`);
   await stopped;
 }

@@ -30,6 +30,12 @@ describe("effectgate serve", () => {
     expect(first.token).toBe(readFileSync(file, "utf8").trim());
     expect((await call(first.url, first.token, "GET", "/api/overview")).status).toBe(200);
     expect((await call(first.url, undefined, "GET", "/api/overview")).status).toBe(401);
+    // prom-client is installed here, so /metrics serves the ledger's gauges, behind the same token.
+    expect((await call(first.url, undefined, "GET", "/metrics")).status).toBe(401);
+    const metrics = await call(first.url, first.token, "GET", "/metrics");
+    expect(metrics.headers.get("content-type")).toMatch(/^text\/plain/);
+    expect(String(metrics.body)).toMatch(/^effectgate_approvals_pending 0$/m);
+    expect(String(metrics.body)).toMatch(/^effectgate_queue_size 0$/m);
     const firstExit = await first.stop();
     expect(firstExit.code, firstExit.stderr).toBe(0);
     expect(firstExit.stdout.split(first.token!).length - 1).toBe(1);
