@@ -3,6 +3,9 @@ import { chmodSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../cli/run-cli.js";
+import { createGate } from "../../src/root/create-gate.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
+import { deleteAccountTool, effects, use } from "../governance/support.js";
 import { requireBuild } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
 import { serve } from "./served.js";
@@ -67,6 +70,28 @@ describe("effectgate serve", () => {
     const missing = await runCli(["serve", "--db", join(dir, "nope.db"), "--port", "0"]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/there is no ledger at .*nope\.db/);
+  });
+
+  it("the CLI and the API show the same records: an approval decided through the API is what `approvals show --json` prints", async () => {
+    const db = await newLedger();
+    const ledger = sqliteLedger(db);
+    const gate = createGate({ tools: [deleteAccountTool(effects())], ledger, onAlert: () => {} });
+    const [asked] = await gate.runToolUses([use("toolu_d", "delete_account", { account: "acc_3" })], { tenant: "acme", task: "t1" });
+    await gate.close();
+    await ledger.close();
+    const id = /apr_\w+/.exec(asked!.content)![0];
+    const served = await serve(["--db", db]);
+    try {
+      const decided = await call(served.url, served.token, "POST", `/api/approvals/${id}/approve`, { note: "ok by phone", by: "alice" });
+      expect(decided.status).toBe(200);
+      const shown = await runCli(["approvals", "show", id, "--json", "--db", db]);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(JSON.parse(shown.stdout)).toEqual((decided.body as { approval: unknown }).approval);
+      const listed = await runCli(["approvals", "ls", "--all", "--json", "--db", db]);
+      expect(JSON.parse(listed.stdout)).toEqual(((await call(served.url, served.token, "GET", "/api/approvals?state=all")).body as { approvals: unknown }).approvals);
+    } finally {
+      await served.stop();
+    }
   });
 
   it("--help says how it is secured", async () => {
