@@ -3,6 +3,8 @@ import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { ledgerGauges, prometheusObserver } from "../../src/prometheus.js";
 import { memoryLedger } from "../../src/stores/memory/index.js";
+import { createGate } from "../../src/root/create-gate.js";
+import { effects, emailTool, use } from "../governance/support.js";
 import { runScenario } from "./scenario.js";
 
 /** Prometheus text format → { 'name{a="x",b="y"}': value } with labels in the order written. */
@@ -40,12 +42,35 @@ describe("effectgate/prometheus", () => {
     expect(fx.log).toEqual(["send_email:toolu_mail", "flaky:-"]);
   });
 
-  it("ledger-write failures: an outcome write that fails after the tool ran is counted", async () => {
+  it("ledger-write failures: an outcome write the ledger refuses after the tool ran is counted (and the agent still gets the result)", async () => {
     const metrics = prometheusObserver();
-    metrics.alert?.({ code: "record_failed", message: "x", tenant: "t", key: "k", tool: "send_email" });
+    const ledger = memoryLedger();
+    let refuse = true;
+    // The ledger fails the outcome write once (the disk is full, say), then recovers.
+    const calls = new Proxy(ledger.calls, {
+      get(target, name, receiver) {
+        const value: unknown = Reflect.get(target, name, receiver);
+        if (name !== "update" || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
+        return async (...args: Parameters<typeof target.update>) => {
+          if (refuse && args[3].state === "completed") {
+            refuse = false;
+            throw new Error("SQLITE_FULL: database or disk is full");
+          }
+          return target.update(...args);
+        };
+      },
+    });
+    const fx = effects();
+    const gate = createGate({ tools: [emailTool(fx)], ledger: { ...ledger, calls }, observers: [metrics], onAlert: () => {} });
+    const [answer] = await gate.runToolUses([use("toolu_w", "send_email", { to: "a" })], { tenant: "acme", task: "t1" });
+    expect(answer).toMatchObject({ is_error: false, content: '{"sent":"a"}' });
+    await gate.drain();
+    await gate.close();
     const s = parse(await metrics.metrics());
     expect(s.get("effectgate_ledger_write_failures_total")).toBe(1);
     expect(s.get('effectgate_alerts_total{code="record_failed"}')).toBe(1);
+    expect(fx.count()).toBe(1);
+    expect((await ledger.calls.get("acme", "toolu_w"))?.state).toBe("completed");
   });
 
   it("reads approvals pending and the queue size from the ledger at scrape time, into a registry the user passes", async () => {
