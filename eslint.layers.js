@@ -3,7 +3,7 @@
 //   → root → adapters (src/adapters/: the agent SDK adapters) → entries (src/*.ts, src/testing/) → cli;
 //   demo/ imports only the package's entries.
 // eslint.config.js applies these; test/layers/lint.test.ts proves each forbidden import fails.
-const FEATURES = ["governance", "saga", "reconcile", "http", "checkpoint", "mcp"];
+const FEATURES = ["governance", "saga", "reconcile", "http", "checkpoint", "mcp", "observability"];
 
 /** What each folder of src/ may import besides itself (relative imports only; packages are free). */
 const MAY_IMPORT = {
@@ -39,7 +39,7 @@ function layerRules(folder) {
           },
           // A package entry (src/*.ts) is above every folder but testing and cli.
           ...(folder === "testing" || folder === "cli" ? [] : [{
-            regex: "^(\\.\\./)+(index|sqlite|postgres|server|operator|testing|mcp|ai-sdk|anthropic|openai-agents|langchain)\\.js$",
+            regex: "^(\\.\\./)+(index|sqlite|postgres|server|operator|testing|mcp|ai-sdk|anthropic|openai-agents|langchain|console|prometheus|otel)\\.js$",
             message: `src/${folder} must not import a package entry: entries sit above it (docs/ARCHITECTURE.md).`,
           }]),
           ...(folder === "adapters" ? [] : [{

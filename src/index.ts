@@ -13,6 +13,8 @@ export type { Alert, GateStats } from "./gate/alerts.js";
 export type { RunToolOptions, ToolAnswer, ToolCall } from "./root/tool-calls.js";
 export type { ApprovalStatus } from "./governance/govern.js";
 export type { StoppedTool } from "./governance/stopped.js";
+export type { CallObservation, CallOutcome, GateObserver, ObservedCall, ObservedOutcome, ProbeOutcome } from "./gate/observe.js";
+export { stderrLogger, type Logger } from "./core/logger.js";
 export {
   defineTool,
   type AnyTool, type KeyStrategy, type Tool, type ToolContext, type ToolSpec,

@@ -5,8 +5,9 @@
  */
 import { defaultOperator } from "./operator.js";
 import type { Stores } from "../contracts/stores.js";
-import { decideApproval } from "../governance/approvals.js";
+import { closeBreaker, decideCall, getApproval, listApprovals, listBreakers, listKillSwitches, setKillSwitch } from "../governance/operator.js";
 import type { ApprovalRecord, ApprovalState, GovernanceStore, KillSwitch, KillTarget } from "../contracts/governance.js";
+// Every command below goes through the operator layer (governance/operator.ts), as the console's API does.
 import { describePreview } from "../governance/dry-run.js";
 import { CliError, EXIT_FAILURE } from "./errors.js";
 import { indent, iso, relative, short, table } from "./format.js";
@@ -53,10 +54,10 @@ function describeKill(sw: Pick<KillSwitch, "tenant" | "agent">): string {
 }
 
 export async function killSet(on: boolean, o: KillOptions): Promise<void> {
-  await withStore(o.db, true, async ({ store, file }) => {
+  await withStore(o.db, true, async ({ ledger, file }) => {
     const target = targetOf(o);
     const what = describeKill({ tenant: target.tenant ?? null, agent: target.agent ?? null });
-    const changed = await store.setKillSwitch(target, on, { by: o.by ?? defaultOperator(), ...(o.reason === undefined ? {} : { reason: o.reason }) }, Date.now());
+    const changed = await setKillSwitch(ledger, on, target, { by: o.by ?? defaultOperator(), ...(o.reason === undefined ? {} : { reason: o.reason }) });
     if (on) {
       out(changed
         ? `Kill switch ON for ${what} in ${file}: every write and destructive call there is refused from its next call on, in every worker sharing this ledger. Reads still run.\nTurn it off with: effectgate kill off${flags(o)}`
@@ -64,7 +65,7 @@ export async function killSet(on: boolean, o: KillOptions): Promise<void> {
       return;
     }
     if (!changed) {
-      const on = await store.listKillSwitches();
+      const on = await listKillSwitches(ledger);
       const list = on.length ? ` Switches that are on: ${on.map(describeKill).join("; ")}.` : " No kill switch is on.";
       throw new CliError(`no kill switch was on for ${what} in ${file}; nothing changed.${list}`, EXIT_FAILURE);
     }
@@ -77,8 +78,8 @@ function flags(o: KillOptions): string {
 }
 
 export async function killLs(o: { db: string; json: boolean }): Promise<void> {
-  await withStore(o.db, false, async ({ store, file }) => {
-    const switches = await store.listKillSwitches();
+  await withStore(o.db, false, async ({ ledger, file }) => {
+    const switches = await listKillSwitches(ledger);
     if (o.json) return out(JSON.stringify(switches, null, 2));
     if (switches.length === 0) return out(`No kill switch is on in ${file}.`);
     const now = Date.now();
@@ -89,8 +90,8 @@ export async function killLs(o: { db: string; json: boolean }): Promise<void> {
 // ---- breaker ---------------------------------------------------------------------------------
 
 export async function breakerLs(o: { db: string; all: boolean; json: boolean }): Promise<void> {
-  await withStore(o.db, false, async ({ store, file }) => {
-    const breakers = await store.listBreakers({ includeClosed: o.all, limit: 1000 });
+  await withStore(o.db, false, async ({ ledger, file }) => {
+    const breakers = await listBreakers(ledger, { includeClosed: o.all, limit: 1000 });
     if (o.json) return out(JSON.stringify(breakers, null, 2));
     if (breakers.length === 0) return out(`No ${o.all ? "" : "open "}rate breakers in ${file}.`);
     const now = Date.now();
@@ -102,10 +103,10 @@ export async function breakerLs(o: { db: string; all: boolean; json: boolean }):
 }
 
 export async function breakerClose(id: string, o: { db: string; by?: string }): Promise<void> {
-  await withStore(o.db, true, async ({ store, file }) => {
-    const closed = await store.closeBreaker(id, o.by ?? defaultOperator(), Date.now());
+  await withStore(o.db, true, async ({ ledger, file }) => {
+    const closed = await closeBreaker(ledger, id, o.by ?? defaultOperator());
     if (!closed) {
-      const open = await store.listBreakers({ limit: 1000 });
+      const open = await listBreakers(ledger, { limit: 1000 });
       const hint = open.length ? ` Open breakers: ${open.map((b) => b.id).join(", ")}.` : " No breaker is open.";
       throw new CliError(`no open rate breaker ${JSON.stringify(id)} in ${file}.${hint}`, EXIT_FAILURE);
     }
@@ -116,9 +117,9 @@ export async function breakerClose(id: string, o: { db: string; by?: string }): 
 // ---- approvals -------------------------------------------------------------------------------
 
 export async function approvalsLs(o: { db: string; state?: ApprovalState; all: boolean; tenant?: string; limit: number; json: boolean }): Promise<void> {
-  await withStore(o.db, false, async ({ store, file }) => {
+  await withStore(o.db, false, async ({ ledger, file }) => {
     const state = o.all ? undefined : (o.state ?? "pending");
-    const list = await store.listApprovals({ ...(state === undefined ? {} : { state }), ...(o.tenant === undefined ? {} : { tenant: o.tenant }), limit: o.limit });
+    const list = await listApprovals(ledger, { ...(state === undefined ? {} : { state }), ...(o.tenant === undefined ? {} : { tenant: o.tenant }), limit: o.limit });
     if (o.json) return out(JSON.stringify(list, null, 2));
     if (list.length === 0) return out(`No ${state === undefined ? "" : `${state} `}approval requests in ${file}${o.tenant === undefined ? "" : ` for tenant ${o.tenant}`}.`);
     const now = Date.now();
@@ -131,16 +132,16 @@ export async function approvalsLs(o: { db: string; state?: ApprovalState; all: b
 }
 
 export async function approvalsShow(id: string, o: { db: string; json: boolean }): Promise<void> {
-  await withStore(o.db, false, async ({ store, file }) => {
-    const a = await store.getApproval(id);
+  await withStore(o.db, false, async ({ ledger, file }) => {
+    const a = await getApproval(ledger, id);
     if (!a) throw new CliError(`no approval request ${JSON.stringify(id)} in ${file}. List them with: effectgate approvals ls --all`, EXIT_FAILURE);
     out(o.json ? JSON.stringify(a, null, 2) : describeApproval(a, file, Date.now()));
   });
 }
 
 export async function approvalsDecide(id: string, approve: boolean, o: { db: string; by?: string; note?: string }): Promise<void> {
-  await withStore(o.db, true, async ({ store, file }) => {
-    const decided = await decideApproval(store, id, { approve, by: o.by ?? defaultOperator(), ...(o.note === undefined ? {} : { note: o.note }) }, Date.now());
+  await withStore(o.db, true, async ({ ledger, file }) => {
+    const decided = await decideCall(ledger, id, { approve, by: o.by ?? defaultOperator(), ...(o.note === undefined ? {} : { note: o.note }) });
     if (!decided.ok) {
       const a = decided.approval;
       switch (decided.reason) {

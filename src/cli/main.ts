@@ -37,6 +37,12 @@ function positiveInt(value: string): number {
   return n;
 }
 
+function port(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || n > 65535) throw new InvalidArgumentError("it must be a port number from 0 to 65535.");
+  return n;
+}
+
 const dbOption = () =>
   new Option("--db <path>", "the ledger file (SQLite) to read; it is never created or changed by this command")
     .env("EFFECTGATE_DB")
@@ -74,6 +80,7 @@ Examples:
   effectgate saga ls --state compensation_failed  sagas whose rollback a person must settle
   effectgate demo                               the blast-radius table: duplicates, lost effects… per protection level
   effectgate demo crash                         see a crash duplicate a ticket, and effectgate prevent it
+  effectgate serve                              the operator console on http://127.0.0.1:4820/ (token printed on first start)
 ${EXIT_CODES}`);
 
   // ---- ledger -------------------------------------------------------------------------------
@@ -169,6 +176,38 @@ ${EXIT_CODES}`)
 
   // ---- mcp ----------------------------------------------------------------------------------
   addMcpCommand(program, EXIT_CODES);
+  // ---- serve --------------------------------------------------------------------------------
+  program
+    .command("serve")
+    .description("serve the operator console and its JSON API on this ledger: approvals, the human queue, ledger search, sagas, kill switch and breakers")
+    .addOption(new Option("--db <path>", "the SQLite ledger file to serve (never created)").env("EFFECTGATE_DB").default(DEFAULT_LEDGER_PATH))
+    .option("--port <n>", "the port to listen on (0: any free port)", port, 4820)
+    .option("--host <address>", "the address to bind", "127.0.0.1")
+    .option("--allow-remote", "allow binding an address other machines can reach (put TLS in front)")
+    .option("--token-file <path>", "where the bearer token is kept (default: console-token beside the ledger file)")
+    .option("--poll-ms <n>", "how often the ledger is checked for live updates while a browser is open", positiveInt, 1000)
+    .addHelpText("after", `
+The console binds 127.0.0.1 unless --host says otherwise, and refuses an address other machines
+can reach without --allow-remote. Every API request needs the bearer token: on first start a
+token is made, saved with mode 0600 beside the ledger (or in --token-file) and printed once,
+inside the link that opens the console. A token file others can read is refused.
+
+The console: approvals inbox with each call's dry-run preview and digest, the human queue with
+everything known about each item, ledger search, saga timelines, kill switch and breakers, the
+blast-radius chart; it updates live. The API is documented in docs/console.md and described
+at /api/openapi.json. Changes are recorded as made by "<your user name> (console)" unless a
+request names someone ("by").
+
+Examples:
+  effectgate serve                                   console for .effectgate/ledger.db on http://127.0.0.1:4820/
+  effectgate serve --db /var/lib/agent/ledger.db --port 9000
+  effectgate serve --pg postgres://ops@db/agents --token-file ~/.config/effectgate/token
+  curl -H "Authorization: Bearer $(cat .effectgate/console-token)" http://127.0.0.1:4820/api/approvals
+${EXIT_CODES}`)
+    .action(async (opts: { db: string; port: number; host: string; allowRemote?: boolean; tokenFile?: string; pollMs: number }) => {
+      const { serve } = await import("./serve.js");
+      await serve({ ...opts, allowRemote: opts.allowRemote === true });
+    });
 
   addPostgresOptions(program);
 

@@ -8,7 +8,7 @@ import type { AnyTool } from "../core/tool.js";
 import type { Json } from "../core/json.js";
 import type { CallRecord } from "../contracts/calls.js";
 import type { Stores } from "../contracts/stores.js";
-import { listQueue, resolveCall, showQueueItem, type QueueDetail } from "../reconcile/queue.js";
+import { listQueue, resolveQueueItem, showQueueItem, type QueueDetail, type QueueResolved } from "../reconcile/queue.js";
 import { reconcile, type ReconcileSummary } from "../reconcile/scan.js";
 import type { Finding } from "../contracts/findings.js";
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from "./errors.js";
@@ -227,8 +227,10 @@ export async function queueResolve(
         throw new CliError(`${id} is a finding, not a call: resolve it with --note TEXT (--completed-with and --failed settle needs_human calls)`, EXIT_USAGE);
       }
       if (options.note === undefined || options.note.trim() === "") throw new CliError(`resolving finding ${id} needs --note saying what you found or did`, EXIT_USAGE);
-      const done = await ledger.reconcile?.resolveFinding(id, { note: options.note, by });
-      if (!done) throw new CliError(`finding ${id} vanished while it was being resolved`, EXIT_FAILURE);
+      // The same move the console's API makes (reconcile/queue.ts).
+      const resolved = await resolveQueueItem(ledger, id, { note: options.note, by });
+      if (!("kind" in resolved) || resolved.kind !== "finding") throw new CliError(`finding ${id} vanished while it was being resolved`, EXIT_FAILURE);
+      const done = resolved;
       if (options.json) process.stdout.write(`${JSON.stringify(done.finding, null, 2)}\n`);
       else if (done.changed) process.stdout.write(`Resolved finding ${id} (${done.finding.kind}, ${done.finding.tool} ${done.finding.key}). Later scans will not reopen it.\n`);
       else process.stdout.write(`Finding ${id} was already resolved on ${iso(done.finding.resolvedAt)}${done.finding.resolvedBy === null ? "" : ` by ${done.finding.resolvedBy}`}: ${done.finding.resolution ?? ""}. Left as it was.\n`);
@@ -240,9 +242,11 @@ export async function queueResolve(
       throw new CliError(`settle call ${call.key} with exactly one of --completed-with JSON (its effect happened) or --failed REASON (it did not)`, EXIT_USAGE);
     }
     const extra = { by, ...(options.note === undefined ? {} : { note: options.note }) };
-    let settled: Awaited<ReturnType<typeof resolveCall>>;
+    let settled: Extract<QueueResolved, { kind: "call" }>;
     try {
-      settled = await resolveCall(ledger, call.tenant, call.key, completedWith !== undefined ? { completedWith, ...extra } : { failed: options.failed as string, ...extra });
+      const resolved = await resolveQueueItem(ledger, call.key, completedWith !== undefined ? { completedWith, ...extra } : { failed: options.failed as string, ...extra }, { tenant: call.tenant });
+      if (!("kind" in resolved) || resolved.kind !== "call") throw new CliError(`call ${call.key} vanished while it was being resolved`, EXIT_FAILURE);
+      settled = resolved;
     } catch (err) {
       if (isEffectgateError(err, "EG_ILLEGAL_TRANSITION")) {
         throw new CliError(`${err.message}. Only a needs_human call is settled here; this one is ${call.state}.`, EXIT_FAILURE);

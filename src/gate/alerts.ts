@@ -1,4 +1,5 @@
 /** Operator alerts and the gate's counters: what a person should look at, and what the gate did. */
+import type { Logger } from "../core/logger.js";
 
 /** An operator alert: something a person should look at, raised without failing the agent's call. */
 export interface Alert {
@@ -23,4 +24,12 @@ export interface GateStats {
 export function alertToStderr(alert: Alert): void {
   const { cause: _cause, ...rest } = alert;
   process.stderr.write(`${JSON.stringify({ level: "error", source: "effectgate", alert: rest })}\n`);
+}
+
+/** Alerts to a pino-compatible logger, at error level, the cause left out as on stderr. */
+export function alertToLogger(logger: Logger): (alert: Alert) => void {
+  return (alert) => {
+    const { cause: _cause, ...rest } = alert;
+    logger.error({ source: "effectgate", alert: rest }, alert.message);
+  };
 }

@@ -78,6 +78,7 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
     // Never start a run of the tool without the lease: another worker may hold the call now.
     if (!lease.held()) return lostLease(rt, call, run.record, lease);
     rt.stats.executed++;
+    if (call.note) call.note.executed = true;
     run.started = true;
     const outcome = await runWithTimeout(rt.time, call, run.record, policy.timeoutMs, lease.lost);
     if (outcome.status === "ok") {

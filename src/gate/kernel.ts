@@ -16,6 +16,8 @@ import type { FaultHook } from "./faults.js";
 import type { Governor } from "./governor.js";
 import { waitForHolder, type Waited } from "./holder.js";
 import { newOwnerId } from "./owner.js";
+import type { GateObserver } from "./observe.js";
+import { runObserved } from "./observed.js";
 import { runCall, type CallOverride } from "./pipeline.js";
 import { recover, type CallRecoverySummary } from "./recover.js";
 import { resolveStale, type Resolved, type ResolveOptions } from "./resolve.js";
@@ -43,6 +45,8 @@ export interface KernelOptions {
   /** Counts the alert in `stats` first, then hands it on. */
   readonly alert: (alert: Alert) => void;
   readonly stats: GateStats;
+  /** Told about every call (metrics, tracing); none by default, and then nothing is noted. */
+  readonly observers?: readonly GateObserver[];
 }
 
 export interface Kernel {
@@ -93,6 +97,7 @@ export function createKernel(options: KernelOptions): Kernel {
     policyFor: options.policyFor,
     alert: options.alert,
   };
+  const observers = options.observers ?? [];
   return {
     calls: rt.calls,
     tools: rt.tools,
@@ -101,7 +106,9 @@ export function createKernel(options: KernelOptions): Kernel {
     waitMs: rt.waitMs,
     time: rt.time,
     stats: rt.stats,
-    runCall: (block, scope, override) => runCall(rt, block, scope, override),
+    runCall: observers.length === 0
+      ? (block, scope, override) => runCall(rt, block, scope, override)
+      : (block, scope, override) => runObserved(rt, observers, block, scope, override),
     singleFlight: (tenant, key, work) => singleFlight(rt, tenant, key, work),
     isBusy: (tenant, key) => rt.inflight.has(inflightId({ tenant, key })),
     waitForHolder: (record) => waitForHolder(rt, record, rt.time.monotonic() + rt.waitMs),

@@ -23,6 +23,7 @@ import { executeHeld, runWithTimeout } from "./execute.js";
 import { waitForHolder } from "./holder.js";
 import { resolveStale } from "./resolve.js";
 import { ownUnansweredClaim } from "./known.js";
+import type { CallNote } from "./observe.js";
 import { flushKept } from "./record.js";
 import { inflightId, inProgressResult, needsHumanResult, replayRecord, singleFlight, type Call, type Runtime } from "./runtime.js";
 
@@ -30,6 +31,8 @@ import { inflightId, inProgressResult, needsHumanResult, replayRecord, singleFli
 export interface CallOverride {
   readonly key?: string;
   readonly tool?: AnyTool;
+  /** Where the call's progress is noted for the gate's observers. */
+  readonly note?: CallNote;
 }
 
 export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, override: CallOverride = {}): Promise<ToolResultBlock> {
@@ -47,11 +50,12 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
     return errorResult(block.id, "EG_INVALID_INPUT",
       `the input for ${tool.name} does not match its schema: ${checked.issues.join("; ")}. Nothing was executed; fix the input and call again.`);
   }
-  const call: Call = { tool, input: checked.value, hasInput: true, scope, toolUseId: block.id };
+  const call: Call = { tool, input: checked.value, hasInput: true, scope, toolUseId: block.id, ...(override.note ? { note: override.note } : {}) };
   // A read has no side effect to protect: it runs without touching the ledger, so it costs microseconds.
   if (tool.effect === "read") return runRead(rt, call);
   try {
     const key = override.key ?? keyFor(tool, checked.value, block, scope);
+    if (override.note) override.note.key = key;
     const print = fingerprint(tool.name, block.input);
     const stored = redactInput(block.input, tool.redact);
     return await singleFlight(rt, scope.tenant, key, async () => {
@@ -113,6 +117,10 @@ async function answerExisting(rt: Runtime, call: Call, print: string, first: Cal
     }
     if (isSettled(record.state)) {
       rt.stats.replayed++;
+      if (call.note) {
+        call.note.replayed = true;
+        call.note.state = record.state;
+      }
       return replayRecord(call.toolUseId, record);
     }
     if (record.state === "needs_human") return needsHumanResult(call.toolUseId, record);
@@ -148,6 +156,7 @@ async function runRead(rt: Runtime, call: Call): Promise<ToolResultBlock> {
   const policy = rt.policyFor(call.tool);
   for (let attempt = 1; ; attempt++) {
     rt.stats.executed++;
+    if (call.note) call.note.executed = true;
     const outcome = await runWithTimeout(rt.time, call, { key: call.toolUseId, attempts: attempt, fence: 0 }, policy.timeoutMs);
     if (outcome.status === "ok") return resultBlock(call.toolUseId, renderResult(toJson(outcome.value)), false);
     const why = outcome.status === "timeout" ? `no reply within ${policy.timeoutMs} ms` : messageOf(outcome.error);

@@ -53,6 +53,12 @@ export interface ProbeOptions {
 }
 
 export async function probeUntilKnown(call: Call, held: CallRecord, options: ProbeOptions): Promise<ProbeVerdict> {
+  const verdict = await probeLoop(call, held, options);
+  call.note?.probes.push(verdict.kind); // for the gate's observers
+  return verdict;
+}
+
+async function probeLoop(call: Call, held: CallRecord, options: ProbeOptions): Promise<ProbeVerdict> {
   const { policy, late, absentFrom } = options;
   const hasProbe = call.tool.probe !== undefined;
   const ctx: ToolContext = {

@@ -87,6 +87,7 @@ export async function resolveStale(rt: Runtime, call: Call, record: CallRecord, 
       const result = toJson(verdict.result);
       const done = await rt.calls.update(held.tenant, held.key, held.version, { state: "completed", result, owner: null, error: null });
       if (!done) return { resolution: "moved" };
+      if (call.note) call.note.probed = true;
       return { resolution: "probed_done", block: resultBlock(call.toolUseId, renderResult(result), false), record: done };
     }
     case "absent":

@@ -9,6 +9,7 @@ import type { TimeSource } from "../core/time.js";
 import type { Alert, GateStats } from "./alerts.js";
 import type { FaultHook } from "./faults.js";
 import type { Governor } from "./governor.js";
+import type { CallNote } from "./observe.js";
 
 /** A tool's effective timeout, retry and probe settings (its own, else the gate's, else the class default). */
 export interface ToolPolicy {
@@ -66,6 +67,8 @@ export interface Call {
   readonly hasInput: boolean;
   readonly scope: Scope;
   readonly toolUseId: string;
+  /** What observers are told about the call (only when the gate has observers). */
+  readonly note?: CallNote;
 }
 
 /** JSON of [tenant, key], not the two joined by NUL: tenant "a\u0000b" + key "c" must not be tenant "a" + key "b\u0000c". */

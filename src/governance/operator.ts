@@ -21,6 +21,10 @@ export function listKillSwitches(ledger: Stores): Promise<KillSwitch[]> {
   return governanceOf(ledger).listKillSwitches();
 }
 
+export function getApproval(ledger: Stores, id: string): Promise<ApprovalRecord | undefined> {
+  return governanceOf(ledger).getApproval(id);
+}
+
 export function listApprovals(ledger: Stores, query: ApprovalQuery = {}): Promise<ApprovalRecord[]> {
   return governanceOf(ledger).listApprovals(query);
 }
@@ -30,7 +34,7 @@ export function decideCall(ledger: Stores, id: string, decision: ApprovalDecisio
   return decideApproval(governanceOf(ledger), id, decision, now);
 }
 
-export function listBreakers(ledger: Stores, options: { includeClosed?: boolean } = {}): Promise<Breaker[]> {
+export function listBreakers(ledger: Stores, options: { includeClosed?: boolean; limit?: number } = {}): Promise<Breaker[]> {
   return governanceOf(ledger).listBreakers(options);
 }
 

@@ -217,3 +217,34 @@ export async function resolveCall(ledger: Stores, tenant: string, key: string, r
   }
   return { record: settled, closedFindings: closed };
 }
+
+/** How a person settles one queue entry: a call by what happened to it, a finding with a note. */
+export type QueueMove = CallResolution | { readonly note: string; readonly by?: string };
+
+export type QueueResolved =
+  | { readonly kind: "call"; readonly record: CallRecord; readonly closedFindings: readonly string[] }
+  | { readonly kind: "finding"; readonly finding: Finding; readonly changed: boolean };
+
+/**
+ * Settles the queue entry `id` (a finding id, or a call key in `tenant` or its only tenant): the
+ * one move the CLI's `queue resolve` and the console's API both make. A finding takes a note; a
+ * call takes `completedWith` or `failed` (resolveCall). A wrong move is refused with EG_INVALID_INPUT.
+ */
+export async function resolveQueueItem(ledger: Stores, id: string, move: QueueMove, options: { readonly tenant?: string } = {}): Promise<QueueResolved | Exclude<Lookup, { found: true }>> {
+  const shown = await showQueueItem(ledger, id, options);
+  if (!shown.found) return shown;
+  const item = shown.item;
+  const settlesCall = "completedWith" in move || "failed" in move;
+  if (item.finding) {
+    if (settlesCall) throw new EffectgateError("EG_INVALID_INPUT", `${id} is a finding, not a call: resolve it with a note (completedWith and failed settle needs_human calls)`);
+    if (typeof move.note !== "string" || move.note.trim() === "") throw new EffectgateError("EG_INVALID_INPUT", `resolving finding ${id} needs a note saying what you found or did`);
+    const done = await ledger.reconcile?.resolveFinding(id, { note: move.note, ...(move.by === undefined ? {} : { by: move.by }) });
+    if (!done) throw new EffectgateError("EG_LEDGER_CORRUPT", `finding ${id} vanished while it was being resolved`);
+    return { kind: "finding", finding: done.finding, changed: done.changed };
+  }
+  const call = item.call;
+  if (!call) throw new EffectgateError("EG_BAD_CONTENT", `no call ${JSON.stringify(id)}`);
+  if (!settlesCall) throw new EffectgateError("EG_INVALID_INPUT", `settle call ${call.key} with completedWith (its effect happened: the result the agent gets) or failed (it did not)`);
+  const settled = await resolveCall(ledger, call.tenant, call.key, move);
+  return { kind: "call", ...settled };
+}

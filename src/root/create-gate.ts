@@ -23,7 +23,9 @@ import type { TimeSource } from "../core/time.js";
 import type { AnyTool, Tool } from "../core/tool.js";
 import type { AgentCheckpoint, CheckpointStore } from "../contracts/checkpoints.js";
 import type { Stores } from "../contracts/stores.js";
-import { alertToStderr, type Alert, type GateStats } from "../gate/alerts.js";
+import { alertToLogger, alertToStderr, type Alert, type GateStats } from "../gate/alerts.js";
+import type { GateObserver } from "../gate/observe.js";
+import type { Logger } from "../core/logger.js";
 import type { FaultHook } from "../gate/faults.js";
 import { createKernel } from "../gate/kernel.js";
 import { newOwnerId } from "../gate/owner.js";
@@ -64,8 +66,15 @@ export interface GateOptions {
   readonly probe?: Partial<ProbePolicy>;
   /** Jitter source for retry backoff (default Math.random); tests pass a seeded one. */
   readonly random?: () => number;
-  /** Called for each operator alert (default: one JSON line on stderr). */
+  /** Called for each operator alert (default: to `logger`, else one JSON line on stderr). */
   readonly onAlert?: (alert: Alert) => void;
+  /**
+   * Where alerts go when there is no `onAlert`: a pino-compatible logger (`logger.error(obj, msg)`),
+   * so the application routes them (default: JSON lines on stderr).
+   */
+  readonly logger?: Logger;
+  /** Told about every call and alert: metrics (effectgate/prometheus), tracing (effectgate/otel), your own. */
+  readonly observers?: readonly GateObserver[];
   /** Test hook: named points where a crash or delay can be injected (see effectgate/testing). */
   readonly faults?: FaultHook;
   /**
@@ -168,9 +177,17 @@ export function createGate(options: GateOptions): Gate {
   // The SQLite store loads its driver only when the file is first opened.
   const ledger = options.ledger ?? sqliteLedger(DEFAULT_LEDGER_PATH);
   const stats: GateStats = { executed: 0, replayed: 0, alerts: 0 };
-  const onAlert = options.onAlert ?? alertToStderr;
+  const onAlert = options.onAlert ?? (options.logger ? alertToLogger(options.logger) : alertToStderr);
+  const observers = options.observers ?? [];
   const alert = (raised: Alert) => {
     stats.alerts++;
+    for (const observer of observers) {
+      try {
+        observer.alert?.(raised);
+      } catch {
+        // an observer's failure is not the call's
+      }
+    }
     onAlert(raised);
   };
   const owner = newOwnerId();
@@ -183,6 +200,7 @@ export function createGate(options: GateOptions): Gate {
     ...(options.time ? { time: options.time } : {}),
     random: options.random ?? Math.random, policyFor: (tool) => policyFor(options, tool),
     ...(options.faults === undefined ? {} : { faults: options.faults }),
+    ...(observers.length === 0 ? {} : { observers }),
   });
   const sagas: SagaRuntime = {
     kernel, log: ledger.sagas, location: ledger.location, approveNonCompensable: options.approveNonCompensable,

@@ -1,0 +1,61 @@
+/** Reading query parameters and JSON bodies of API requests: a bad value is a 400 that names it. */
+import { CALL_STATES, type CallState } from "../../core/states.js";
+import { badRequest } from "./api-error.js";
+
+export type Query = URLSearchParams;
+
+export function text(query: Query, name: string): string | undefined {
+  const value = query.get(name);
+  return value === null || value === "" ? undefined : value;
+}
+
+export function choice<T extends string>(query: Query, name: string, allowed: readonly T[]): T | undefined {
+  const value = text(query, name);
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value)) throw badRequest(`${name} must be one of ${allowed.join(", ")}; got ${JSON.stringify(value)}`);
+  return value as T;
+}
+
+export const callState = (query: Query): CallState | undefined => choice(query, "state", CALL_STATES);
+
+export function count(query: Query, name: string, fallback: number, max = 1000): number {
+  const value = text(query, name);
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > max) throw badRequest(`${name} must be a whole number from 1 to ${max}; got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** A time as epoch milliseconds or an ISO-8601 date. */
+export function time(query: Query, name: string): number | undefined {
+  const value = text(query, name);
+  if (value === undefined) return undefined;
+  const n = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (!Number.isFinite(n)) throw badRequest(`${name} must be epoch milliseconds or an ISO-8601 time, e.g. 2026-12-01T12:00:00Z; got ${JSON.stringify(value)}`);
+  return n;
+}
+
+export function flag(query: Query, name: string): boolean {
+  const value = text(query, name);
+  return value === "true" || value === "1";
+}
+
+/** A JSON body's fields: an object, or a 400. */
+export function fields(body: unknown): Record<string, unknown> {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== "object" || Array.isArray(body)) throw badRequest("the request body must be a JSON object");
+  return body as Record<string, unknown>;
+}
+
+export function optionalString(body: Record<string, unknown>, name: string): string | undefined {
+  const value = body[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string") throw badRequest(`${name} must be a string`);
+  return value;
+}
+
+export function requiredString(body: Record<string, unknown>, name: string): string {
+  const value = optionalString(body, name);
+  if (value === undefined || value.trim() === "") throw badRequest(`${name} is required: a non-empty string`);
+  return value;
+}

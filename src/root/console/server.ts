@@ -1,0 +1,206 @@
+/**
+ * The operator console's HTTP server: the JSON API (routes.ts), its live-update stream, the web
+ * console's three static files, and optionally `/metrics`. It binds 127.0.0.1 unless told
+ * otherwise, and a non-loopback address only with `allowRemote`. Every response carries a strict
+ * Content-Security-Policy; every API request needs the bearer token (guard.ts).
+ */
+import { readFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { EffectgateError, messageOf } from "../../core/errors.js";
+import { stderrLogger, type Logger } from "../../core/logger.js";
+import type { Stores } from "../../contracts/stores.js";
+import { ApiError, toApiError } from "./api-error.js";
+import { checkRequest, isLoopback } from "./guard.js";
+import { liveFeed } from "./live.js";
+import { CONSOLE_HTML } from "./ui/page.js";
+import { CONSOLE_SCRIPT } from "./ui/script.js";
+import { CONSOLE_STYLE } from "./ui/style.js";
+import { matchRoute } from "./routes.js";
+
+export const DEFAULT_CONSOLE_PORT = 4820;
+const MAX_BODY = 64 * 1024;
+
+/** Routes the server answers itself, besides the API table (the OpenAPI file lists these too). */
+export const SERVER_ROUTES = [
+  { method: "GET", path: "/api/events" },
+  { method: "GET", path: "/api/openapi.json" },
+] as const;
+
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self'", "connect-src 'self'",
+  "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
+].join("; ");
+
+export interface ConsoleOptions {
+  readonly ledger: Stores;
+  /** The bearer token every API request must carry. */
+  readonly token: string;
+  /** Default 127.0.0.1. */
+  readonly host?: string;
+  /** Default 4820; 0 picks a free port. */
+  readonly port?: number;
+  /** Needed to bind anything but a loopback address. */
+  readonly allowRemote?: boolean;
+  /** How often the ledger is looked at for live updates while a browser listens (default 1000 ms). */
+  readonly pollMs?: number;
+  /** Who changes are recorded as made by when a request names nobody (default "console"). */
+  readonly operator?: string;
+  readonly logger?: Logger;
+  /** Serves `GET /metrics` (token required) with what this returns, e.g. a prom-client registry's text. */
+  readonly metrics?: () => Promise<{ readonly contentType: string; readonly body: string }>;
+}
+
+export interface ConsoleServer {
+  /** `http://host:port/` */
+  readonly url: string;
+  readonly port: number;
+  /** Stops listening and ends the live streams. The ledger stays open (it is the caller's). */
+  close(): Promise<void>;
+}
+
+const STATIC: Readonly<Record<string, { type: string; body: string }>> = {
+  "/": { type: "text/html; charset=utf-8", body: CONSOLE_HTML },
+  "/console.js": { type: "text/javascript; charset=utf-8", body: CONSOLE_SCRIPT },
+  "/console.css": { type: "text/css; charset=utf-8", body: CONSOLE_STYLE },
+};
+
+let openapi: string | undefined;
+function openapiText(): string {
+  openapi ??= readFileSync(new URL("../../../docs/openapi.json", import.meta.url), "utf8");
+  return openapi;
+}
+
+function securityHeaders(res: ServerResponse): void {
+  res.setHeader("Content-Security-Policy", CONTENT_SECURITY_POLICY);
+  res.setHeader("X-Content-Type-Options", "nosniff");
+  res.setHeader("Referrer-Policy", "no-referrer");
+  res.setHeader("X-Frame-Options", "DENY");
+  res.setHeader("Cross-Origin-Resource-Policy", "same-origin");
+  res.setHeader("Cache-Control", "no-store");
+}
+
+function send(res: ServerResponse, status: number, type: string, body: string): void {
+  res.statusCode = status;
+  res.setHeader("Content-Type", type);
+  res.end(body);
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  send(res, status, "application/json; charset=utf-8", JSON.stringify(value));
+}
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY) throw new ApiError(413, "too_large", `the request body is over ${MAX_BODY} bytes`);
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString("utf8");
+  if (text.trim() === "") return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new ApiError(400, "bad_json", `the request body is not JSON: ${messageOf(err)}`);
+  }
+}
+
+export async function startConsole(options: ConsoleOptions): Promise<ConsoleServer> {
+  const host = options.host ?? "127.0.0.1";
+  const allowRemote = options.allowRemote === true;
+  if (!isLoopback(host) && !allowRemote) {
+    throw new EffectgateError("EG_BAD_OPTION",
+      `refusing to serve the console on ${host}: it would be reachable from other machines. Bind 127.0.0.1 (the default), or pass --allow-remote (allowRemote) if that is what you want, behind TLS`);
+  }
+  if (typeof options.token !== "string" || options.token.length < 16) throw new EffectgateError("EG_BAD_OPTION", "the console needs a bearer token of at least 16 characters");
+  const logger = options.logger ?? stderrLogger;
+  const live = liveFeed(options.ledger, { pollMs: options.pollMs ?? 1000, logger });
+  const streams = new Set<ServerResponse>();
+  const guard = { token: options.token, allowRemote };
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    securityHeaders(res);
+    const url = new URL(req.url ?? "/", "http://console.invalid");
+    const asset = STATIC[url.pathname];
+    const isApi = url.pathname.startsWith("/api/") || url.pathname === "/metrics";
+    checkRequest(req, guard, isApi);
+    if (asset && (req.method === "GET" || req.method === "HEAD")) return send(res, 200, asset.type, asset.body);
+    if (url.pathname === "/favicon.ico") {
+      res.statusCode = 204; // no icon, and no 404 in the browser's console
+      return void res.end();
+    }
+    if (url.pathname === "/api/events" && req.method === "GET") return stream(req, res);
+    if (url.pathname === "/api/openapi.json" && req.method === "GET") return send(res, 200, "application/json; charset=utf-8", openapiText());
+    if (url.pathname === "/metrics" && req.method === "GET" && options.metrics) {
+      const metrics = await options.metrics();
+      return send(res, 200, metrics.contentType, metrics.body);
+    }
+    const matched = matchRoute(req.method ?? "GET", url.pathname);
+    if (matched === "wrong_method") throw new ApiError(405, "method_not_allowed", `${req.method ?? "?"} is not allowed on ${url.pathname}`);
+    if (!matched) throw new ApiError(404, "not_found", `there is no ${url.pathname} here; the API is described at /api/openapi.json`);
+    const body = req.method === "POST" ? await readBody(req) : undefined;
+    const result = await matched.route.handle({
+      ledger: options.ledger, params: matched.params, query: url.searchParams, body, operator: options.operator ?? "console",
+    });
+    if (matched.route.changes) {
+      logger.info({ event: "console_change", method: req.method, path: url.pathname }, "an operator changed the ledger through the console");
+      live.poke();
+    }
+    sendJson(res, 200, result);
+  }
+
+  async function stream(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    res.statusCode = 200;
+    res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
+    res.setHeader("Connection", "keep-alive");
+    res.flushHeaders();
+    res.write("retry: 2000\n\n");
+    streams.add(res);
+    const beat = setInterval(() => res.write(": ping\n\n"), 15_000);
+    beat.unref();
+    const unsubscribe = await live.subscribe((event) => res.write(`event: change\ndata: ${JSON.stringify(event)}\n\n`));
+    const stop = () => {
+      clearInterval(beat);
+      unsubscribe();
+      streams.delete(res);
+    };
+    req.on("close", stop);
+    if (req.destroyed) return stop();
+    res.write("event: ready\ndata: {}\n\n");
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      const apiError = toApiError(err);
+      if (apiError.status >= 500) logger.error({ event: "console_request_failed", path: req.url, code: apiError.code, error: apiError.message }, "a console request failed");
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      if (apiError.status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="effectgate"');
+      sendJson(res, apiError.status, { error: { code: apiError.code, message: apiError.message } });
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? DEFAULT_CONSOLE_PORT, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shown = host.includes(":") ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${port}/`,
+    port,
+    async close() {
+      live.close();
+      for (const res of streams) res.end();
+      streams.clear();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * effectgate/otel with the real OpenTelemetry SDK (sdk-trace-base 2.x, InMemorySpanExporter, the
+ * async-hooks context manager): one `execute_tool {tool}` span per call with the GenAI and
+ * effectgate attributes; a caller's execute_tool span is enriched, not doubled; never an input.
+ */
+import { context, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { z } from "zod";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { defineTool } from "../../src/core/tool.js";
+import { keyDigest, otelObserver } from "../../src/otel.js";
+import { createGate } from "../../src/root/create-gate.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import { use } from "../governance/support.js";
+import { runScenario, scope, SECRET } from "./scenario.js";
+
+const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const tracer = provider.getTracer("test");
+
+beforeAll(() => {
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+});
+afterAll(async () => {
+  context.disable();
+  await provider.shutdown();
+});
+beforeEach(() => exporter.reset());
+
+const byCallId = (spans: readonly ReadableSpan[], id: string) => spans.filter((s) => s.attributes["gen_ai.tool.call.id"] === id);
+
+describe("effectgate/otel", () => {
+  it("one execute_tool span per call with the GenAI attributes, effectgate's outcome, state, approval and key digest; errors marked", async () => {
+    await runScenario([otelObserver({ tracer })]);
+    const spans = exporter.getFinishedSpans();
+    expect(spans).toHaveLength(7);
+    const [first, second] = byCallId(spans, "toolu_mail");
+    expect(first?.name).toBe("execute_tool send_email");
+    expect(first?.attributes).toEqual({
+      "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "send_email", "gen_ai.tool.call.id": "toolu_mail", "gen_ai.tool.type": "function",
+      "effectgate.effect_class": "write", "effectgate.outcome": "executed", "effectgate.state": "completed", "effectgate.key_digest": keyDigest("acme", "toolu_mail"),
+    });
+    expect(second?.attributes["effectgate.outcome"]).toBe("replayed");
+    const waiting = byCallId(spans, "toolu_del")[0]!;
+    expect(waiting.attributes).toMatchObject({ "effectgate.outcome": "waiting", "error.type": "EG_AWAITING_APPROVAL", "effectgate.effect_class": "destructive" });
+    expect(waiting.attributes["effectgate.approval_id"]).toMatch(/^apr_[0-9a-f]{24}$/);
+    expect(waiting.status.code).toBe(0); // waiting is not an error
+    const failed = byCallId(spans, "toolu_flaky")[0]!;
+    expect(failed.attributes).toMatchObject({ "effectgate.outcome": "executed", "effectgate.state": "failed", "error.type": "EG_TOOL_FAILED" });
+    expect(failed.status.code).toBe(2);
+    expect(byCallId(spans, "toolu_charge")[0]!.attributes).toMatchObject({ "effectgate.outcome": "probed", "effectgate.state": "completed", "effectgate.probe_outcomes": ["done"] });
+    expect(byCallId(spans, "toolu_mail2")[0]!.attributes).toMatchObject({ "effectgate.outcome": "refused", "error.type": "EG_KILL_SWITCH" });
+    expect(byCallId(spans, "toolu_bad")[0]!.attributes).toMatchObject({ "effectgate.outcome": "refused", "error.type": "EG_INVALID_INPUT" });
+    // Never an input or a raw key in any attribute.
+    const values = JSON.stringify(spans.map((s) => s.attributes));
+    expect(values).not.toContain(SECRET);
+    expect(values).not.toContain("acc_1");
+  });
+
+  it("enriches the caller's own execute_tool span for the same tool instead of adding a second; another active span becomes the parent", async () => {
+    const ledger = memoryLedger();
+    let downstreamParent: string | undefined;
+    const tool = defineTool({
+      name: "send_email", effect: "write", input: z.object({ to: z.string() }),
+      async execute(input) {
+        // The tool's own span (an HTTP call downstream, say) is a child of the call's span.
+        const span = tracer.startSpan("POST /messages");
+        downstreamParent = (span as unknown as ReadableSpan).parentSpanContext?.spanId;
+        span.end();
+        return { sent: input.to };
+      },
+    });
+    const gate = createGate({ tools: [tool], ledger, observers: [otelObserver({ tracer })], onAlert: () => {} });
+    await tracer.startActiveSpan("execute_tool send_email", async (sdkSpan) => {
+      await gate.runToolUses([use("toolu_1", "send_email", { to: "a" })], scope);
+      sdkSpan.end();
+    });
+    let turnId = "";
+    await tracer.startActiveSpan("agent turn", async (turn) => {
+      turnId = turn.spanContext().spanId;
+      await gate.runToolUses([use("toolu_2", "send_email", { to: "b" })], scope);
+      turn.end();
+    });
+    await gate.close();
+    const spans = exporter.getFinishedSpans();
+    const first = spans.filter((s) => s.name === "execute_tool send_email" && s.attributes["gen_ai.tool.call.id"] === "toolu_1");
+    expect(first).toHaveLength(1);
+    expect(first[0]!.attributes).toMatchObject({ "gen_ai.tool.name": "send_email", "effectgate.outcome": "executed" });
+    expect(spans.filter((s) => s.name === "execute_tool send_email")).toHaveLength(2);
+    const second = spans.find((s) => s.attributes["gen_ai.tool.call.id"] === "toolu_2")!;
+    expect(second.parentSpanContext?.spanId).toBe(turnId);
+    expect(downstreamParent).toBe(second.spanContext().spanId);
+    expect(trace.getActiveSpan()).toBeUndefined();
+  });
+});
