@@ -16,7 +16,10 @@ export function addMcpCommand(program: Command, exitCodes: string): void {
   program
     .command("mcp")
     .description("an MCP gateway: serve another MCP server's tools to a host through the gate (each call recorded before it runs, repeats answered from the ledger, governance applied)")
-    .argument("[upstream...]", "the upstream MCP server's command and arguments, after --")
+    // The upstream command is read from the excess arguments, not declared: a declared argument
+    // would widen the command column of \`effectgate --help\` for every command.
+    .usage("[options] -- <upstream command> [args...]")
+    .allowExcessArguments()
     .option("--config <path>", "the gateway's config file (effect classes, keys, probes, policy): see docs/mcp.md")
     .addOption(new Option("--db <path>", "the SQLite ledger file (created when missing)").env("EFFECTGATE_DB").default(DEFAULT_LEDGER_PATH))
     .option("--listen <host:port>", "serve Streamable HTTP at http://host:port/mcp instead of stdio (e.g. 127.0.0.1:8931); every request needs the token")
@@ -51,8 +54,8 @@ Host configuration (an mcpServers entry):
 
 Needs the package @modelcontextprotocol/sdk (1.x) beside effectgate. Reference: docs/mcp.md.
 ${exitCodes}`)
-    .action(async (upstream: string[], opts: McpCommandOptions) => {
+    .action(async (opts: McpCommandOptions, command: Command) => {
       const { runMcp } = await import("./mcp.js");
-      await runMcp(upstream, opts);
+      await runMcp(command.args, opts);
     });
 }

@@ -13,6 +13,8 @@ import { requireBuild } from "../support/processes.js";
 import { hostOf, text, UPSTREAM, workspace, type Host, type Workspace } from "./support.js";
 
 requireBuild();
+// Real processes on a shared 2-core machine: a slow start is load, not a failure (no assertion is on time).
+const PROCESS_TEST_TIMEOUT_MS = 120_000;
 
 const TOKEN = "test-token-4f1c";
 const running: ChildProcess[] = [];
@@ -50,7 +52,7 @@ async function httpHost(url: string, setup?: (client: Client) => void, capabilit
   return hostOf(client, -1, () => "", () => client.close());
 }
 
-describe("effectgate mcp --listen (Streamable HTTP)", () => {
+describe("effectgate mcp --listen (Streamable HTTP)", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("refuses a request without the token, and one with a wrong token", async () => {
     const ws = workspace();
     const { url } = await listening(ws);
