@@ -75,11 +75,12 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
       };
       if (rt.governor) {
         const governed = { tool, input: checked.value, rawInput: block.input, storedInput: stored.value as Json, key, scope, toolUseId: block.id };
-        const killSwitch = rt.calls.claimUnlessHalted ? rt.governor.killSwitchOnly?.(governed) : undefined;
-        if (killSwitch && rt.calls.claimUnlessHalted) {
+        const claimUnlessHalted = rt.calls.claimUnlessHalted?.bind(rt.calls);
+        const killSwitch = claimUnlessHalted ? rt.governor.killSwitchOnly?.(governed) : undefined;
+        if (killSwitch && claimUnlessHalted) {
           // The kill switch is checked by the claim itself: one ledger write, no read. "Halted" is governed again in full below.
           const confirmedAt = rt.time.monotonic();
-          const first = await claimed(() => rt.calls.claimUnlessHalted!(request, killSwitch.agent));
+          const first = await claimed(() => claimUnlessHalted(request, killSwitch.agent));
           if (first.claimed) return executeHeld(rt, call, first.record, confirmedAt);
           if (!("halted" in first)) return answerExisting(rt, call, print, first.record);
         }
