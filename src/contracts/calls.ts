@@ -80,6 +80,12 @@ export type ClaimResult =
   /** The key exists: its record as it stands. Nothing was changed. */
   | { readonly claimed: false; readonly record: CallRecord };
 
+/** What `claimUnlessHalted` answers while a kill switch covers the call: nothing was written. */
+export interface Halted {
+  readonly claimed: false;
+  readonly halted: true;
+}
+
 export interface RecordUpdate {
   readonly state: CallState;
   readonly result?: Json | null;
@@ -141,6 +147,13 @@ export interface CallStore {
   /** Where the records live, for messages: "memory", "sqlite:/path/ledger.db". */
   readonly location: string;
   claim(request: ClaimRequest): Promise<ClaimResult>;
+  /**
+   * `claim`, made only while no kill switch of this ledger's governance store covers the tenant
+   * (and `agent`; `undefined` or "" is no agent): the check is part of the claim itself, atomic
+   * with it and without a round trip of its own. Optional: offered by stores whose kill switches
+   * live with their calls (the memory, SQLite and PostgreSQL ledgers).
+   */
+  claimUnlessHalted?(request: ClaimRequest, agent: string | undefined): Promise<ClaimResult | Halted>;
   get(tenant: string, key: string): Promise<CallRecord | undefined>;
   /** Compare-and-set on `version`; `undefined` when the record moved on (or does not exist). */
   update(tenant: string, key: string, version: number, update: RecordUpdate): Promise<CallRecord | undefined>;

@@ -35,4 +35,11 @@ export interface Governor {
    * call is still answered from the ledger when its key is known. Without it, the key is looked up first.
    */
   admitsByReadingOnly?(call: GovernedCall): boolean;
+  /**
+   * When admitting `call` comes down to "no kill switch of the ledger covers its tenant and agent"
+   * (it reads only, and its grant holds): that check, for the claim to make atomically and without
+   * a read of its own (CallStore.claimUnlessHalted). A claim that answers "halted" is governed
+   * again in full (admit). Undefined otherwise.
+   */
+  killSwitchOnly?(call: GovernedCall): { readonly agent: string | undefined } | undefined;
 }

@@ -64,8 +64,30 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
       if (kept) return kept;
       const unanswered = await ownUnansweredClaim(rt, scope.tenant, key);
       if (unanswered) return unanswered.record.fingerprint === print ? executeHeld(rt, call, unanswered.record, unanswered.confirmedAt) : answerExisting(rt, call, print, unanswered.record);
+      const request = {
+        tenant: scope.tenant, key, tool: tool.name, effect: tool.effect, task: scope.task, toolUseId: block.id,
+        fingerprint: print, input: stored.value as Json, inputRedacted: stored.redacted, owner: rt.owner, leaseMs: rt.leaseMs,
+      };
+      const claimed = async <T>(write: () => Promise<T>): Promise<T> => {
+        try {
+          return await write();
+        } catch (err) {
+          // The INSERT may have committed with its reply lost: the record, if there is one, is ours and its tool never started.
+          rt.known.set(inflightId({ tenant: scope.tenant, key }), { kind: "claim_unanswered" });
+          throw err;
+        }
+      };
       if (rt.governor) {
         const governed = { tool, input: checked.value, rawInput: block.input, storedInput: stored.value as Json, key, scope, toolUseId: block.id };
+        const claimUnlessHalted = rt.calls.claimUnlessHalted?.bind(rt.calls);
+        const killSwitch = claimUnlessHalted ? rt.governor.killSwitchOnly?.(governed) : undefined;
+        if (killSwitch && claimUnlessHalted) {
+          // The kill switch is checked by the claim itself: one ledger write, no read. "Halted" is governed again in full below.
+          const confirmedAt = rt.time.monotonic();
+          const first = await claimed(() => claimUnlessHalted(request, killSwitch.agent));
+          if (first.claimed) return executeHeld(rt, call, first.record, confirmedAt);
+          if (!("halted" in first)) return answerExisting(rt, call, print, first.record);
+        }
         if (rt.governor.admitsByReadingOnly?.(governed) === true) {
           // Governing it changes nothing, so it is governed first and the claim finds a known key; a refused call the ledger knows is still answered from it.
           const admitted = await rt.governor.admit(governed);
@@ -82,17 +104,7 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
         }
       }
       const confirmedAt = rt.time.monotonic();
-      let claim;
-      try {
-        claim = await rt.calls.claim({
-          tenant: scope.tenant, key, tool: tool.name, effect: tool.effect, task: scope.task, toolUseId: block.id,
-          fingerprint: print, input: stored.value as Json, inputRedacted: stored.redacted, owner: rt.owner, leaseMs: rt.leaseMs,
-        });
-      } catch (err) {
-        // The INSERT may have committed with its reply lost: the record, if there is one, is ours and its tool never started.
-        rt.known.set(inflightId({ tenant: scope.tenant, key }), { kind: "claim_unanswered" });
-        throw err;
-      }
+      const claim = await claimed(() => rt.calls.claim(request));
       if (claim.claimed) return executeHeld(rt, call, claim.record, confirmedAt);
       return answerExisting(rt, call, print, claim.record);
     });

@@ -246,7 +246,13 @@ export function createGovernance(options: GovernanceOptions): Governance {
     return policy.rates.length === 0 && policy.quotas.length === 0 && policy.approvalReasons(call.tool, call.input).length === 0;
   }
 
-  return { policy, admit, admitsByReadingOnly, approvalStatus, stoppedTools: (scope) => stoppedTools(stopSources, options.tools.values(), scope) };
+  /** Granted and reading only, with the kill switches in the ledger's own store: the claim can check them itself. */
+  function killSwitchOnly(call: GovernedCall): { agent: string | undefined } | undefined {
+    if (!options.store || !admitsByReadingOnly(call) || !policy.isGranted(call.tool, call.scope)) return undefined;
+    return { agent: call.scope.agent };
+  }
+
+  return { policy, admit, admitsByReadingOnly, killSwitchOnly, approvalStatus, stoppedTools: (scope) => stoppedTools(stopSources, options.tools.values(), scope) };
 }
 
 function quotaMessage(tool: AnyTool, plan: QuotaPlan, over: QuotaCharge, used: number): string {

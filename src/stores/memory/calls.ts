@@ -3,7 +3,7 @@
  * (otherwise the contract suite would prove nothing), with copies handed out, so a caller can
  * never mutate a stored record.
  */
-import type { CallRecord, CallStore, ClaimRequest, ClaimResult, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
+import type { CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
 import { assertTransition, isHeld } from "../../core/states.js";
 import { applyUpdate, isTakeable, listOrder, newClaimToken, newRecord, takeOverRecord } from "../../contracts/call-rules.js";
 import { changeOrder, isAfter } from "../../contracts/change-order.js";
@@ -23,21 +23,28 @@ function copyJson(value: Json): Json {
   return out;
 }
 
-export function memoryCallStore(clock: () => number): CallStore {
+/** `halted`: whether the ledger's kill switches cover a call now (memoryLedger passes its governance store's). */
+export function memoryCallStore(clock: () => number, halted?: (tenant: string, agent: string | undefined) => boolean): CallStore {
   const calls = new Map<string, CallRecord>();
   const id = (tenant: string, key: string) => recordId(tenant, key);
   // Only input and result are objects (JSON); every other field is a primitive.
   const copy = (record: CallRecord): CallRecord => ({ ...record, input: copyJson(record.input), result: record.result === null ? null : copyJson(record.result) });
 
+  const claim = (request: ClaimRequest, agent?: string): ClaimResult | Halted => {
+    const existing = calls.get(id(request.tenant, request.key));
+    if (existing) return { claimed: false, record: copy(existing) };
+    if (agent !== undefined && halted?.(request.tenant, agent) === true) return { claimed: false, halted: true };
+    const record = newRecord(request, clock(), newClaimToken());
+    calls.set(id(request.tenant, request.key), record);
+    return { claimed: true, record: copy(record) };
+  };
+
   return {
     location: "memory",
     async claim(request: ClaimRequest): Promise<ClaimResult> {
-      const existing = calls.get(id(request.tenant, request.key));
-      if (existing) return { claimed: false, record: copy(existing) };
-      const record = newRecord(request, clock(), newClaimToken());
-      calls.set(id(request.tenant, request.key), record);
-      return { claimed: true, record: copy(record) };
+      return claim(request) as ClaimResult;
     },
+    ...(halted ? { claimUnlessHalted: async (request: ClaimRequest, agent: string | undefined) => claim(request, agent ?? "") } : {}),
     async get(tenant, key) {
       const record = calls.get(id(tenant, key));
       return record && copy(record);

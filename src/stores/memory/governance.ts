@@ -13,7 +13,8 @@ const EVERY = "";
 const killId = (tenant: string, agent: string) => recordId(tenant, agent);
 const useId = (tenant: string, key: string) => recordId(tenant, key);
 
-export function memoryGovernance(): GovernanceStore {
+/** The memory governance store, and whether a kill switch covers a call right now (for the call store's claimUnlessHalted, in the same turn). */
+export function memoryGovernance(): GovernanceStore & { readonly halted: (tenant: string, agent: string | undefined) => boolean } {
   const switches = new Map<string, KillSwitch>();
   const counters = new Map<string, QuotaCounter>();
   const uses = new Set<string>();
@@ -23,15 +24,21 @@ export function memoryGovernance(): GovernanceStore {
   const approvals = new Map<string, ApprovalRecord>();
   const copy = <T>(value: T): T => structuredClone(value);
 
-  return {
-    async activeKillSwitch(tenant, agent) {
-      for (const t of [EVERY, tenant]) {
-        for (const a of agent === undefined || agent === "" ? [EVERY] : [EVERY, agent]) {
-          const found = switches.get(killId(t, a));
-          if (found) return copy(found);
-        }
+  const active = (tenant: string, agent: string | undefined): KillSwitch | undefined => {
+    for (const t of [EVERY, tenant]) {
+      for (const a of agent === undefined || agent === "" ? [EVERY] : [EVERY, agent]) {
+        const found = switches.get(killId(t, a));
+        if (found) return found;
       }
-      return undefined;
+    }
+    return undefined;
+  };
+
+  return {
+    halted: (tenant, agent) => active(tenant, agent) !== undefined,
+    async activeKillSwitch(tenant, agent) {
+      const found = active(tenant, agent);
+      return found && copy(found);
     },
     async setKillSwitch(target, on, meta, now) {
       const id = killId(target.tenant ?? EVERY, target.agent ?? EVERY);

@@ -16,12 +16,13 @@ export interface MemoryLedgerOptions {
 
 export function memoryLedger(options: MemoryLedgerOptions = {}): Stores {
   const clock = options.clock ?? Date.now;
+  const governance = memoryGovernance();
   return {
     location: "memory",
-    calls: memoryCallStore(clock),
+    calls: memoryCallStore(clock, governance.halted),
     checkpoints: memoryCheckpoints(),
     sagas: memorySagaLog(clock),
-    governance: memoryGovernance(),
+    governance,
     reconcile: memoryReconcileStore(clock),
     async close() {},
   };

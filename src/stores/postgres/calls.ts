@@ -10,13 +10,15 @@
  */
 import { assertTransition, isCallState } from "../../core/states.js";
 import { newClaimToken } from "../../contracts/call-rules.js";
-import type { CallRecord, CallStore, ClaimRequest, ClaimResult, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
+import type { CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
 import type { CheckpointRecords } from "../../contracts/checkpoints.js";
 import { callStatements, LIST_FILTERS, updateValues } from "../sql/call-statements.js";
 import { positional, type CompiledSql } from "../sql/dialect.js";
 import { MAY_BE_UNRECORDED, NOTHING_RAN, TRY_AGAIN, type Op, type PostgresAccess } from "./access.js";
 import { decodeCall, decodeMillis } from "./rows.js";
 import { named, postgresDialect, type Statement } from "./statements.js";
+
+const HALTED: Halted = { claimed: false, halted: true };
 
 const OPS = {
   claim: { what: "claim a call", next: NOTHING_RAN, writes: true },
@@ -58,25 +60,30 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
     (await access.query(prepared(compiled), positional(compiled, values))).rowCount;
   const clock = named(`SELECT ${access.now} AS now`);
 
+  /** The INSERT, and when it wrote nothing the record in the way; with `agent`, only while no kill switch covers the call. */
+  const claim = async (request: ClaimRequest, agent?: string): Promise<ClaimResult | Halted> => {
+    const values = {
+      tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect, task: request.task,
+      tool_use_id: request.toolUseId, fingerprint: request.fingerprint, input: JSON.stringify(request.input),
+      input_redacted: request.inputRedacted, owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null,
+      claim_token: newClaimToken(),
+    };
+    // A key removed between our INSERT and SELECT (an expired idempotency key) is claimable again: try once more.
+    for (let tries = 0; tries < 3; tries++) {
+      const inserted = agent === undefined ? await one(sql.claim, values) : await one(sql.claimUnlessHalted, { ...values, agent });
+      if (inserted) return { claimed: true, record: inserted };
+      const existing = await one(sql.get, { tenant: request.tenant, key: request.key });
+      if (existing) return { claimed: false, record: existing };
+      // Nothing written and nothing there: a kill switch covers the call (or it was removed meanwhile: the caller governs it again).
+      if (agent !== undefined) return HALTED;
+    }
+    throw new Error(`the claim of ${request.tenant}/${request.key} conflicted three times but its record kept vanishing`);
+  };
+
   return {
     location: access.location,
-    claim: (request: ClaimRequest) =>
-      access.run(OPS.claim, async (): Promise<ClaimResult> => {
-        const values = {
-          tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect, task: request.task,
-          tool_use_id: request.toolUseId, fingerprint: request.fingerprint, input: JSON.stringify(request.input),
-          input_redacted: request.inputRedacted, owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null,
-          claim_token: newClaimToken(),
-        };
-        // A key removed between our INSERT and SELECT (an expired idempotency key) is claimable again: try once more.
-        for (let tries = 0; tries < 3; tries++) {
-          const inserted = await one(sql.claim, values);
-          if (inserted) return { claimed: true, record: inserted };
-          const existing = await one(sql.get, { tenant: request.tenant, key: request.key });
-          if (existing) return { claimed: false, record: existing };
-        }
-        throw new Error(`the claim of ${request.tenant}/${request.key} conflicted three times but its record kept vanishing`);
-      }),
+    claim: (request: ClaimRequest) => access.run(OPS.claim, async () => (await claim(request)) as ClaimResult),
+    claimUnlessHalted: (request: ClaimRequest, agent: string | undefined) => access.run(OPS.claim, () => claim(request, agent ?? "")),
     get: (tenant, key) => access.run(OPS.get, () => one(sql.get, { tenant, key })),
     update: (tenant: string, key: string, version: number, update: RecordUpdate) =>
       access.run(OPS.update, async () => {

@@ -30,6 +30,8 @@ export type ListFilter = (typeof LIST_FILTERS)[number];
 
 export interface CallStatements {
   readonly claim: CompiledSql;
+  /** The claim, made only when no kill switch covers :tenant and :agent ('' = every tenant, every agent). */
+  readonly claimUnlessHalted: CompiledSql;
   readonly get: CompiledSql;
   /** One per target state: its allowed-from states spelled out. */
   readonly update: Readonly<Record<CallState, CompiledSql>>;
@@ -53,6 +55,13 @@ export function callStatements(dialect: Dialect): CallStatements {
          :input_redacted:boolean, 'in_progress', NULL, NULL, :owner:text, {now} + :lease_ms:bigint, 1, coalesce(:fence:bigint, 1), {now},
          :claim_token:text, 1, {now}, {now}
        {from_clock} WHERE true
+       ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`),
+    claimUnlessHalted: sql(`INSERT INTO {calls} (${COLS})
+       SELECT :tenant:text, :key:text, :tool:text, :effect:text, :task:text, :tool_use_id:text, :fingerprint:text, :input:json,
+         :input_redacted:boolean, 'in_progress', NULL, NULL, :owner:text, {now} + :lease_ms:bigint, 1, coalesce(:fence:bigint, 1), {now},
+         :claim_token:text, 1, {now}, {now}
+       {from_clock}
+       WHERE NOT EXISTS (SELECT 1 FROM {kill_switches} WHERE tenant IN ('', :tenant:text) AND agent IN ('', :agent:text))
        ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`),
     get: sql(`SELECT ${COLS} FROM {calls} WHERE tenant = :tenant:text AND key = :key:text`),
     // The update rule (contracts/call-rules.ts `applyUpdate`): fields not given keep their value; no owner, no lease.

@@ -369,7 +369,8 @@ export function openSqlite(path: string, options: SqliteLedgerOptions = {}): Sql
       return guard(what, () => fn(conn));
     },
     async write(what, fn) {
-      if (group.pending()) return group.add(what, (conn) => conn.transaction(() => fn(conn))());
+      // Queued behind pending writes: a savepoint inside their batch's transaction (or, alone, its own IMMEDIATE one).
+      if (group.pending()) return group.add(what, (conn) => (conn.inTransaction ? conn.transaction(() => fn(conn))() : conn.transaction(() => fn(conn)).immediate()));
       const conn = db ?? (await connection());
       return guard(what, () => conn.transaction(() => fn(conn)).immediate());
     },

@@ -12,7 +12,7 @@ import type Database from "better-sqlite3";
 import { assertTransition, isCallState } from "../../core/states.js";
 import { isEffectClass } from "../../core/effect-class.js";
 import type { Json } from "../../core/json.js";
-import type { CallRecord, CallStore, ClaimRequest, ClaimResult, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
+import type { CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
 import type { CheckpointRecords } from "../../contracts/checkpoints.js";
 import { newClaimToken } from "../../contracts/call-rules.js";
 import { RowDamage } from "../row-damage.js";
@@ -31,6 +31,7 @@ const SQLITE_DIALECT: Dialect = {
 };
 
 const SQL = callStatements(SQLITE_DIALECT);
+const HALTED: Halted = { claimed: false, halted: true };
 
 interface Row {
   tenant: string; key: string; tool: string; effect: string; task: string; tool_use_id: string;
@@ -91,21 +92,25 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
   /** Runs one compiled statement at the store's clock and returns its rows. */
   const rows = (db: Db, sql: CompiledSql, values: Record<string, unknown>) =>
     statements(db)(sql).all(sqliteValues({ now: access.clock(), ...values })) as Row[];
+  /** The INSERT, and when it wrote nothing the record in the way; with `agent`, only while no kill switch covers the call. */
+  const claim = (db: Db, request: ClaimRequest, agent?: string): ClaimResult | Halted => {
+    const values = {
+      tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect,
+      task: request.task, tool_use_id: request.toolUseId, fingerprint: request.fingerprint,
+      input: JSON.stringify(request.input), input_redacted: request.inputRedacted,
+      owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null, claim_token: newClaimToken(),
+    };
+    const [inserted] = agent === undefined ? rows(db, SQL.claim, values) : rows(db, SQL.claimUnlessHalted, { ...values, agent });
+    if (inserted) return { claimed: true, record: decode(inserted) };
+    const [existing] = rows(db, SQL.get, { tenant: request.tenant, key: request.key });
+    if (existing) return { claimed: false, record: decode(existing) };
+    if (agent !== undefined) return HALTED;
+    throw new Error("claim conflicted but the record is not there");
+  };
   return {
     location: access.location,
-    claim: (request: ClaimRequest) =>
-      access.batched("claim a call", (db): ClaimResult => {
-        const [inserted] = rows(db, SQL.claim, {
-          tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect,
-          task: request.task, tool_use_id: request.toolUseId, fingerprint: request.fingerprint,
-          input: JSON.stringify(request.input), input_redacted: request.inputRedacted,
-          owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null, claim_token: newClaimToken(),
-        });
-        if (inserted) return { claimed: true, record: decode(inserted) };
-        const [existing] = rows(db, SQL.get, { tenant: request.tenant, key: request.key });
-        if (!existing) throw new Error("claim conflicted but the record is not there");
-        return { claimed: false, record: decode(existing) };
-      }),
+    claim: (request: ClaimRequest) => access.batched("claim a call", (db) => claim(db, request) as ClaimResult),
+    claimUnlessHalted: (request: ClaimRequest, agent: string | undefined) => access.batched("claim a call", (db) => claim(db, request, agent ?? "")),
     get: (tenant, key) =>
       access.run("read a call", (db) => {
         const [row] = rows(db, SQL.get, { tenant, key });

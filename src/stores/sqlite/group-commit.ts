@@ -124,7 +124,8 @@ export function groupCommit(options: GroupCommitOptions): GroupCommit {
     add<T>(what: string, fn: (db: Db) => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         queue.push({ what, fn, resolve: resolve as (value: unknown) => void, reject });
-        timer ??= setImmediate(flush);
+        // flush() never rejects: every failure settles its writes instead.
+        timer ??= setImmediate(() => void flush());
       });
     },
     pending: () => queue.length > 0,

@@ -48,6 +48,29 @@ export const governanceSuite: ContractSuiteDefinition = {
       expect(await g.activeKillSwitch("globex", undefined)).toMatchObject({ tenant: null, agent: null });
     });
 
+    test("a claim made unless halted: refused while a kill switch covers the tenant or the agent, writing nothing; a known key still answers with its record", async () => {
+      const claimUnlessHalted = ledger.calls.claimUnlessHalted?.bind(ledger.calls);
+      if (!claimUnlessHalted) throw new Error(`${store}: a ledger with a governance store offers calls.claimUnlessHalted`);
+      const request = (key: string) => ({
+        tenant: "acme", key, tool: "create_ticket", effect: "write" as const, task: "t", toolUseId: key, fingerprint: "fp",
+        input: { n: 1 }, inputRedacted: false, owner: "worker-a", leaseMs: 60_000,
+      });
+      expect(await claimUnlessHalted(request("k-before"), "bot")).toMatchObject({ claimed: true, record: { key: "k-before", state: "in_progress" } });
+      await g.setKillSwitch({ agent: "bot" }, true, { by: "alice" }, T0);
+      expect(await claimUnlessHalted(request("k-agent"), "bot")).toEqual({ claimed: false, halted: true });
+      expect(await ledger.calls.get("acme", "k-agent")).toBeUndefined();
+      // Another agent, and no agent, are not covered by an agent's switch.
+      expect(await claimUnlessHalted(request("k-other"), "other")).toMatchObject({ claimed: true });
+      expect(await claimUnlessHalted(request("k-none"), undefined)).toMatchObject({ claimed: true });
+      // A key the ledger knows is answered with its record, switch or not.
+      expect(await claimUnlessHalted(request("k-before"), "bot")).toMatchObject({ claimed: false, record: { key: "k-before", version: 1 } });
+      await g.setKillSwitch({ tenant: "acme" }, true, { by: "alice" }, T0);
+      expect(await claimUnlessHalted(request("k-tenant"), undefined)).toEqual({ claimed: false, halted: true });
+      await g.setKillSwitch({ tenant: "acme" }, false, { by: "alice" }, T0);
+      await g.setKillSwitch({ agent: "bot" }, false, { by: "alice" }, T0);
+      expect(await claimUnlessHalted(request("k-agent"), "bot")).toMatchObject({ claimed: true, record: { key: "k-agent" } });
+    });
+
     test("tenant, agent and tenant+agent switches stop only their calls", async () => {
       await g.setKillSwitch({ tenant: "acme" }, true, { by: "a" }, T0);
       expect(await g.activeKillSwitch("acme", undefined)).toMatchObject({ tenant: "acme", agent: null, reason: null });
