@@ -47,6 +47,6 @@ const paused = (await graph.invoke({ messages: [batch] }, thread)) as { __interr
 console.log("interrupted:", JSON.stringify(paused.__interrupt__?.[0]?.value));
 // The person decides in the resume itself (or from `effectgate approvals approve ID`, then resumes with any value).
 const done = await graph.invoke(new Command({ resume: { approve: true, by: "alice" } }), thread);
-for (const m of done.messages.slice(1)) console.log(String(m.content));
+for (const m of done.messages.slice(1)) console.log(typeof m.content === "string" ? m.content : JSON.stringify(m.content));
 console.log(`tickets made: ${tickets.length}`); // 2
 await gate.close();

@@ -36,7 +36,6 @@ const model: Model = {
     }
     return { usage: new Usage(), output: [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: `Charged: ${JSON.stringify(result.output)}` }] }] };
   },
-  // eslint-disable-next-line require-yield
   async *getStreamedResponse() {
     throw new Error("not streamed in this example");
   },
