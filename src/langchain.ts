@@ -7,23 +7,37 @@
  *   const tools = new ToolNode([langchainTool(gate, createTicket, { scope: (config) => ({ tenant: "acme", task: config.configurable?.thread_id }) })]);
  *
  * Each call is keyed by its tool call id, so a ToolNode that re-runs a batch after an interrupt
- * does not run a sibling's effect again; approvals interrupt the graph while pending.
+ * does not run a sibling's effect again; approvals interrupt the graph while pending. For
+ * `createAgent`, `effectgateMiddleware` does the same for tools registered with `fromLangChainTool`.
  */
 import { ToolMessage } from "@langchain/core/messages";
 import { tool, type StructuredToolInterface } from "@langchain/core/tools";
 import { interrupt } from "@langchain/langgraph";
+import { createMiddleware, type AgentMiddleware } from "langchain";
 import type { Gate } from "./root/create-gate.js";
 import { langchainToolWith, type AnyGateTool, type LangChainToolOptions } from "./adapters/langchain/tool.js";
-import type { LangChainKit } from "./adapters/langchain/types.js";
+
+import { effectgateMiddlewareWith, type EffectgateMiddlewareOptions, type MiddlewareKit } from "./adapters/langchain/middleware.js";
 
 export { toolCallIdOf, type LangChainToolOptions } from "./adapters/langchain/tool.js";
+export { NO_RETRYABLE_TOOL, retryableTools, type EffectgateMiddlewareOptions } from "./adapters/langchain/middleware.js";
 export { fromLangChainTool, type LangChainToolSpec } from "./adapters/langchain/wrap.js";
 export type { ApprovalInterrupt } from "./adapters/langchain/approval.js";
 export type { ScopeOf } from "./adapters/shared.js";
 
-const kit: LangChainKit = { tool: tool, interrupt, ToolMessage };
+const kit: MiddlewareKit = {
+  tool, interrupt, ToolMessage, createMiddleware: createMiddleware as unknown as MiddlewareKit["createMiddleware"],
+};
 
 /** The LangChain tool for an effectgate tool, keyed by the tool call id (the tool must also be among the gate's tools). */
 export function langchainTool(gate: Gate, gated: AnyGateTool, options: LangChainToolOptions): StructuredToolInterface {
   return langchainToolWith(kit, gate, gated, options);
+}
+
+/**
+ * A `createAgent` middleware that runs the gate's tools (registered with `fromLangChainTool`) by
+ * their tool call id; put it last in `middleware` (innermost). See src/adapters/langchain/middleware.ts.
+ */
+export function effectgateMiddleware(gate: Gate, options: EffectgateMiddlewareOptions): AgentMiddleware {
+  return effectgateMiddlewareWith(kit, gate, options);
 }

@@ -16,7 +16,7 @@ import { startTicketService, type Ticket, type TicketService } from "../../demo/
 import { createTicketTool } from "../../demo/ticket-tool.js";
 import { defineTool } from "../../src/core/tool.js";
 import type { Policy } from "../../src/governance/policy.js";
-import { fromLangChainTool, langchainTool } from "../../src/langchain.js";
+import { effectgateMiddleware, fromLangChainTool, langchainTool, NO_RETRYABLE_TOOL, retryableTools } from "../../src/langchain.js";
 import { createGate, type Gate } from "../../src/root/create-gate.js";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { runCli } from "../cli/run-cli.js";
@@ -207,5 +207,63 @@ describe("toolRetryMiddleware (retries every error of every tool by default)", (
     expect(service.tickets).toHaveLength(1);
     const answer = result.messages.find((m) => m.getType() === "tool");
     expect(text(answer)).toContain('"id":"T-1"');
+  });
+});
+
+describe("effectgateMiddleware for createAgent, over tools already written for LangChain", () => {
+  /** create_ticket as the user wrote it: the ticket lands, then the reply is lost (a reset). Counts its runs. */
+  function lossyTicketTool(service: TicketService, runs: string[]) {
+    return tool(async (input: { customer: string; title: string }, config: ToolRunnableConfig) => {
+      runs.push(String(config.toolCall?.id));
+      await post(service.url, { ...input, title: `${input.title} [${String(config.toolCall?.id)}]` });
+      throw Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
+    }, { name: "create_ticket", description: "Open a ticket", schema: z.object({ customer: z.string(), title: z.string() }) });
+  }
+  /** Asks the service for the ticket the call made (its title carries the call id, the only key this tool sends). */
+  const probeByTitle = (service: TicketService) => async (_input: unknown, ctx: { toolUseId: string }) => {
+    const made = service.tickets.find((t) => t.title.endsWith(`[${ctx.toolUseId}]`));
+    return made ? { status: "done" as const, result: made } : { status: "absent" as const };
+  };
+  const mwScope = (rt: { configurable?: { thread_id?: string } }) => ({ tenant: "acme", task: String(rt.configurable?.thread_id) });
+
+  async function runAgent(tools: NonNullable<Parameters<typeof createAgent>[0]["tools"]>, middleware: AgentMiddleware[]) {
+    const model = fakeModel()
+      .respondWithTools([{ id: "call_1", name: "create_ticket", args: { customer: "c_1", title: "router" } }])
+      .respond(new AIMessage("done"));
+    return createAgent({ model, tools, middleware }).invoke({ messages: [{ role: "user", content: "my router is down" }] }, thread("mw"));
+  }
+  const retryAll = () => toolRetryMiddleware({ initialDelayMs: 1, jitter: false }) as unknown as AgentMiddleware;
+
+  it("with toolRetryMiddleware outside it (retrying every error): the lost reply is settled by the probe, the tool ran once", async () => {
+    const service = await ticketService();
+    const runs: string[] = [];
+    const mine = lossyTicketTool(service, runs);
+    const { gate } = gateFor([fromLangChainTool(mine, { effect: "write", settleMs: 300, probe: probeByTitle(service) })]);
+    const result = await runAgent([mine], [retryAll(), effectgateMiddleware(gate, { scope: mwScope })]);
+    expect(runs).toEqual(["call_1"]);
+    expect(service.tickets).toHaveLength(1);
+    expect(text(result.messages.find((m) => m.getType() === "tool"))).toContain('"id":"T-1"');
+  });
+
+  it("with a retry inside it restricted by retryableTools(gate): the write is not retried", async () => {
+    const service = await ticketService();
+    const runs: string[] = [];
+    const mine = lossyTicketTool(service, runs);
+    const { gate } = gateFor([fromLangChainTool(mine, { effect: "write", settleMs: 300, probe: probeByTitle(service) })]);
+    const inner = toolRetryMiddleware({ tools: retryableTools(gate), initialDelayMs: 1, jitter: false }) as unknown as AgentMiddleware;
+    // toolRetryMiddleware reads an empty list as "every tool": a gate without reads gives a name no tool has.
+    expect(retryableTools(gate)).toEqual([NO_RETRYABLE_TOOL]);
+    await runAgent([mine], [effectgateMiddleware(gate, { scope: mwScope }), inner]);
+    expect(runs).toEqual(["call_1"]);
+    expect(service.tickets).toHaveLength(1);
+  });
+
+  it("an unrestricted retry inside it would re-run the write within one gated run (why the order and retryableTools matter)", async () => {
+    const service = await ticketService();
+    const runs: string[] = [];
+    const mine = lossyTicketTool(service, runs);
+    const { gate } = gateFor([fromLangChainTool(mine, { effect: "write", settleMs: 300, probe: probeByTitle(service) })]);
+    await runAgent([mine], [effectgateMiddleware(gate, { scope: mwScope }), retryAll()]);
+    expect(runs).toEqual(["call_1", "call_1", "call_1"]);
   });
 });
