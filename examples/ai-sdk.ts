@@ -49,7 +49,7 @@ console.log("the SDK asks for approval:", first.content.some((p) => p.type === "
 const [request] = await listApprovals(gate.ledger, { state: "pending" });
 if (request) await decideCall(gate.ledger, request.id, { approve: true, by: "alice" });
 const responses = await approvalResponses(gate, messages, { scope });
-if (responses) messages.push(responses as ModelMessage);
+if (responses) messages.push(responses);
 
 await generateText({ model, tools, messages });
 const again = await generateText({ model, tools, messages }); // the same approval messages sent twice
