@@ -3,7 +3,9 @@
  * value), approvalFor (durable approvals behind an SDK's approval surface) and stoppedTools
  * (what prepareStep-style helpers drop). Effects are counted in a real HTTP downstream.
  */
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createGate, defineTool, type Gate } from "../../src/index.js";
@@ -161,5 +163,15 @@ describe("gate.stoppedTools", () => {
     const [breaker] = await listBreakers(gate.ledger);
     await closeBreaker(gate.ledger, breaker!.id, "ops");
     expect(await gate.stoppedTools(scope)).toEqual([]);
+  });
+});
+
+describe("the adapter entries and their SDKs", () => {
+  it("no built module of the package imports an SDK: each is an optional peer the user's own code loads", () => {
+    const dist = fileURLToPath(new URL("../../dist", import.meta.url));
+    const files = (readdirSync(dist, { recursive: true }) as string[]).filter((f) => f.endsWith(".js")).map((f) => join(dist, f));
+    expect(files.some((f) => f.endsWith(join("adapters", "ai-sdk", "tools.js")))).toBe(true);
+    const importsSdk = /(?:from\s*|import\s*\(\s*)["'](?:ai|ai\/[^"']*|@anthropic-ai\/sdk(?:\/[^"']*)?)["']/;
+    expect(files.filter((f) => importsSdk.test(readFileSync(f, "utf8")))).toEqual([]);
   });
 });
