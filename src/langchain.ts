@@ -1,7 +1,7 @@
 /**
  * effectgate/langchain: effectgate tools for LangChain and LangGraph (`@langchain/core` and
  * `@langchain/langgraph`, optional peer dependencies: install them yourself). See
- * docs/adapters-openai-langchain.md.
+ * docs/adapters.md.
  *
  *   import { langchainTool } from "effectgate/langchain";
  *   const tools = new ToolNode([langchainTool(gate, createTicket, { scope: (config) => ({ tenant: "acme", task: config.configurable?.thread_id }) })]);

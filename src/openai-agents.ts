@@ -1,6 +1,6 @@
 /**
  * effectgate/openai-agents: effectgate tools for the OpenAI Agents SDK (`@openai/agents` ≥ 0.14,
- * an optional peer dependency: install it yourself). See docs/adapters-openai-langchain.md.
+ * an optional peer dependency: install it yourself). See docs/adapters.md.
  *
  *   import { agentsTool } from "effectgate/openai-agents";
  *   const gate = createGate({ tools: [createTicket] });
