@@ -57,7 +57,8 @@ async function newLedger(): Promise<{ db: string; effects: string }> {
 }
 
 const haveChromium = existsSync(CHROMIUM);
-describe.skipIf(!haveChromium)(`the web console in Chromium${haveChromium ? "" : ` (skipped: ${CHROMIUM} is missing; apt-get install chromium)`}`, () => {
+// Each test drives a browser, a server and agents in three processes: generous time on a loaded machine.
+describe.skipIf(!haveChromium)(`the web console in Chromium${haveChromium ? "" : ` (skipped: ${CHROMIUM} is missing; apt-get install chromium)`}`, { timeout: 120_000 }, () => {
   let browser: BrowserContext;
   const servers: Served[] = [];
 
