@@ -288,7 +288,9 @@ describe("recording failures", () => {
 
   it("a ledger that cannot take the claim means nothing executes", async () => {
     const inner = memoryLedger();
-    const ledger = { ...inner, calls: { ...inner.calls, claim: () => Promise.reject(new Error("connection refused")) } };
+    // Both ways of claiming fail (claimUnlessHalted is the claim with the kill switch checked inside it).
+    const refused = () => Promise.reject(new Error("connection refused"));
+    const ledger = { ...inner, calls: { ...inner.calls, claim: refused, claimUnlessHalted: refused } };
     const c = counter();
     const gate = createGate({ tools: [chargeTool(c)], ledger });
     const [r] = await gate.runToolUses([toolUse("toolu_a", "charge_card", { customer: "cus_1", amount: 10 })], scope);
