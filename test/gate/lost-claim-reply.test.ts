@@ -26,6 +26,12 @@ function lossyClaims(inner: Stores, n: number): Stores {
         if (left-- > 0) throw Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
         return result;
       },
+      // The claim with the kill switch checked inside it (what the gate uses when governance only reads) loses its reply alike.
+      async claimUnlessHalted(request, agent) {
+        const result = await inner.calls.claimUnlessHalted!(request, agent);
+        if (left-- > 0) throw Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
+        return result;
+      },
     },
   };
 }
@@ -79,6 +85,7 @@ describe("a claim whose reply was lost", () => {
       calls: {
         ...inner.calls,
         claim: (request) => (fail ? ((fail = false), Promise.reject(new Error("connection refused"))) : inner.calls.claim(request)),
+        claimUnlessHalted: (request, agent) => (fail ? ((fail = false), Promise.reject(new Error("connection refused"))) : inner.calls.claimUnlessHalted!(request, agent)),
       },
     };
     const gate = createGate({ ledger: refusing, tools: [notify(runs)], onAlert: () => {} });
