@@ -6,6 +6,7 @@
 import type { Scope } from "../core/keys.js";
 import { renderResult } from "../core/blocks.js";
 import type { ErrorCode } from "../core/errors.js";
+import type { StandardSchemaV1 } from "../core/standard-schema.js";
 import type { ToolAnswer } from "../root/tool-calls.js";
 
 /**
@@ -43,3 +44,18 @@ export function requireCallId(id: unknown, sdk: string, field: string): string {
   if (typeof id === "string" && id !== "") return id;
   throw new TypeError(`effectgate: ${sdk} gave this tool call no ${field}; a call without an id cannot be deduplicated, so it was not run`);
 }
+
+/** Any JSON object: the input check for a wrapped SDK tool whose parameters are a JSON schema (the SDK's own parser checks them). */
+export const anyJsonObject: StandardSchemaV1<Record<string, unknown>> = {
+  "~standard": {
+    version: 1,
+    vendor: "effectgate",
+    validate: (value) => typeof value === "object" && value !== null && !Array.isArray(value)
+      ? { value: value as Record<string, unknown> }
+      : { issues: [{ message: "the input must be a JSON object" }] },
+  },
+};
+
+/** Whether an SDK tool's schema is a Standard Schema (zod, valibot, …) the gate can validate with itself. */
+export const isStandardSchema = (value: unknown): value is StandardSchemaV1 =>
+  typeof value === "object" && value !== null && "~standard" in value;

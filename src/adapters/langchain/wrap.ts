@@ -6,6 +6,7 @@
  */
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { StandardSchemaV1 } from "../../core/standard-schema.js";
+import { anyJsonObject, isStandardSchema } from "../shared.js";
 import { defineTool, type Tool, type ToolSpec } from "../../core/tool.js";
 
 /** What effectgate needs to know about the tool: its effect class and the hooks it has. */
@@ -18,19 +19,6 @@ export function langchainSourceOf(tool: object): StructuredToolInterface | undef
   return sources.get(tool);
 }
 
-const anyObject: StandardSchemaV1<Record<string, unknown>> = {
-  "~standard": {
-    version: 1,
-    vendor: "effectgate",
-    validate: (value) => typeof value === "object" && value !== null && !Array.isArray(value)
-      ? { value: value as Record<string, unknown> }
-      : { issues: [{ message: "the input must be a JSON object" }] },
-  },
-};
-
-const isStandardSchema = (value: unknown): value is StandardSchemaV1 =>
-  typeof value === "object" && value !== null && "~standard" in value;
-
 /**
  * The effectgate tool for a LangChain tool. On a recovery in a fresh process (after a probe said
  * the effect is absent), the gate invokes the LangChain tool without the graph's config.
@@ -40,7 +28,7 @@ export function fromLangChainTool(source: StructuredToolInterface, spec: LangCha
     ...spec,
     name: source.name,
     description: source.description,
-    input: isStandardSchema(source.schema) ? source.schema : anyObject,
+    input: isStandardSchema(source.schema) ? source.schema : anyJsonObject,
     execute: (value: unknown) => source.invoke(value as never),
   });
   sources.set(tool, source);

@@ -11,6 +11,7 @@
 import type { RunContext } from "@openai/agents";
 import { defineTool, type Tool, type ToolSpec } from "../../core/tool.js";
 import type { StandardSchemaV1 } from "../../core/standard-schema.js";
+import { anyJsonObject, isStandardSchema } from "../shared.js";
 import type { ToolCallDetails } from "./types.js";
 
 /** The user's SDK tool options, as given to the SDK's `tool()`. */
@@ -33,26 +34,12 @@ export function sourceOf(tool: object): AgentsToolSource<never> | undefined {
   return sources.get(tool);
 }
 
-/** Any JSON object: the input check for a tool whose parameters are a JSON schema (the SDK's own parser checks them). */
-const anyObject: StandardSchemaV1<Record<string, unknown>> = {
-  "~standard": {
-    version: 1,
-    vendor: "effectgate",
-    validate: (value) => typeof value === "object" && value !== null && !Array.isArray(value)
-      ? { value: value as Record<string, unknown> }
-      : { issues: [{ message: "the input must be a JSON object" }] },
-  },
-};
-
-const isStandardSchema = (value: unknown): value is StandardSchemaV1 =>
-  typeof value === "object" && value !== null && "~standard" in value;
-
 /**
  * The effectgate tool for an SDK tool's options. On a recovery in a fresh process (after a probe
  * said the effect is absent), the gate runs the user's execute without the SDK's run context.
  */
 export function fromAgentsTool<I>(source: AgentsToolSource<I>, spec: AgentsToolSpec): Tool {
-  const input = isStandardSchema(source.parameters) ? source.parameters : anyObject;
+  const input = isStandardSchema(source.parameters) ? source.parameters : anyJsonObject;
   const tool = defineTool({
     ...spec,
     name: source.name,
