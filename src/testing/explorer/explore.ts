@@ -11,6 +11,7 @@ import { memoryLedger } from "../../stores/memory/index.js";
 import { sqliteLedger } from "../../stores/sqlite/index.js";
 import type { FaultCounts } from "./faults.js";
 import { INVARIANTS, type Invariant, type Violation } from "./invariants.js";
+import { dropSchema } from "./pg-schema.js";
 import { runSchedule, type ScheduleLedger, type ScheduleOptions, type ScheduleResult } from "./schedule.js";
 
 export type ExplorerLedger =
@@ -127,14 +128,5 @@ async function openerFor(ledger: ExplorerLedger): Promise<Opener> {
   const { postgresLedger } = await import("../../stores/postgres/index.js");
   const schema = `effectgate_explore_${process.pid}_${Date.now().toString(36)}`;
   const stores = postgresLedger({ connectionString: ledger.postgres }, { schema, durability: "process", clock: () => clock() });
-  return shared(stores, "postgres", async () => {
-    const pg = (await import("pg")).default;
-    const client = new pg.Client({ connectionString: ledger.postgres });
-    await client.connect();
-    try {
-      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    } finally {
-      await client.end();
-    }
-  });
+  return shared(stores, "postgres", () => dropSchema(ledger.postgres, schema));
 }

@@ -21,6 +21,7 @@ import { startHttpDownstream, type HttpDownstream } from "./http-downstream.js";
 import { chargeTool, type ChargeToolOptions } from "./http-tools.js";
 import { INVARIANTS, type Invariant, type Violation } from "./invariants.js";
 import type { KillChildConfig } from "./kill-child.js";
+import { dropSchema } from "./pg-schema.js";
 import { seededRng } from "./rng.js";
 
 export interface KillOptions {
@@ -110,14 +111,7 @@ async function openPlace(ledger: "sqlite" | { readonly postgres: string }): Prom
     name: "postgres", child: { postgres: ledger.postgres, schema }, stores,
     close: async () => {
       await stores.close();
-      const pg = (await import("pg")).default;
-      const client = new pg.Client({ connectionString: ledger.postgres });
-      await client.connect();
-      try {
-        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      } finally {
-        await client.end();
-      }
+      await dropSchema(ledger.postgres, schema);
     },
   };
 }
