@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { isHeld } from "../core/states.js";
-import type { CallRecord, ClaimRequest, RecordUpdate, TakeOverRequest } from "./calls.js";
+import type { Answer, CallRecord, ClaimRequest, RecordUpdate, RepeatQuery, TakeOverRequest } from "./calls.js";
 import { compareBytes } from "./change-order.js";
 
 /** Random bytes drawn 4 KiB at a time: one call into the CSPRNG per 256 claims instead of one per claim. */
@@ -47,6 +47,21 @@ export function newRecord(request: ClaimRequest, now: number, claimToken: string
     createdAt: now,
     updatedAt: now,
   };
+}
+
+/** A call answered without running its tool (CallStore.claimAnswered): settled from the start, nobody holding it, no attempt. */
+export function answeredRecord(request: ClaimRequest, answer: Answer, now: number, claimToken: string): CallRecord {
+  return { ...newRecord(request, now, claimToken), state: answer.state, result: answer.result, error: answer.error, owner: null, leaseExpiresAt: null, attempts: 0 };
+}
+
+/** The states in which an earlier call is repeated by a new one whatever its age: its outcome is not settled yet. */
+export const REPEATED_UNSETTLED = ["in_progress", "uncertain", "needs_human"] as const;
+
+/** The repeat rule (CallStore.findRepeat): same tenant, task and fingerprint, another key, unsettled or completed within the window. */
+export function isRepeatOf(record: CallRecord, query: RepeatQuery, now: number): boolean {
+  if (record.tenant !== query.tenant || record.task !== query.task || record.fingerprint !== query.fingerprint || record.key === query.key) return false;
+  if ((REPEATED_UNSETTLED as readonly string[]).includes(record.state)) return true;
+  return record.state === "completed" && record.updatedAt >= now - query.windowMs;
 }
 
 /**

@@ -80,6 +80,34 @@ export type ClaimResult =
   /** The key exists: its record as it stands. Nothing was changed. */
   | { readonly claimed: false; readonly record: CallRecord };
 
+/**
+ * An earlier call a new one repeats (the same tenant, task and fingerprint under another key): one
+ * still unsettled (`in_progress`, `uncertain`, `needs_human`) whatever its age, or one `completed`
+ * at most `windowMs` ago (its last change, on the store's clock). See ToolSpec.repeats.
+ */
+export interface RepeatQuery {
+  readonly tenant: string;
+  readonly task: string;
+  readonly fingerprint: string;
+  /** The new call's own key: a record is never a repeat of itself. */
+  readonly key: string;
+  readonly windowMs: number;
+}
+
+/** What `claimUnlessRepeated` answers when the call repeats an earlier one: nothing was written. */
+export interface Repeated {
+  readonly claimed: false;
+  /** The earliest call it repeats, as it stands. */
+  readonly repeats: CallRecord;
+}
+
+/** A call answered without running its tool (a repeat refused or collapsed): recorded settled, so every replay gets this answer. */
+export interface Answer {
+  readonly state: "completed" | "failed";
+  readonly result: Json | null;
+  readonly error: string | null;
+}
+
 /** What `claimUnlessHalted` answers while a kill switch covers the call: nothing was written. */
 export interface Halted {
   readonly claimed: false;
@@ -154,6 +182,23 @@ export interface CallStore {
    * live with their calls (the memory, SQLite and PostgreSQL ledgers).
    */
   claimUnlessHalted?(request: ClaimRequest, agent: string | undefined): Promise<ClaimResult | Halted>;
+  /**
+   * Intent windows (ToolSpec.repeats): the earliest call that `query` says the new one repeats.
+   * Cost follows the calls of that task with that input (an index), not the ledger. The three
+   * repeat methods come together; a store without them cannot enforce a tool's `repeats` policy.
+   */
+  findRepeat?(query: RepeatQuery): Promise<CallRecord | undefined>;
+  /**
+   * `claim`, made only while the call repeats no earlier one (`findRepeat` with this request's
+   * tenant, task, fingerprint and key): the check is atomic with the claim, so of two calls with
+   * one input racing from two processes at most one is claimed and the other is told it repeats it.
+   */
+  claimUnlessRepeated?(request: ClaimRequest, windowMs: number): Promise<ClaimResult | Repeated>;
+  /**
+   * Records a call answered without running its tool: a new record straight in `answer.state`,
+   * nobody holding it, no attempt counted. When the key exists it changes nothing and returns it.
+   */
+  claimAnswered?(request: ClaimRequest, answer: Answer): Promise<ClaimResult>;
   get(tenant: string, key: string): Promise<CallRecord | undefined>;
   /** Compare-and-set on `version`; `undefined` when the record moved on (or does not exist). */
   update(tenant: string, key: string, version: number, update: RecordUpdate): Promise<CallRecord | undefined>;

@@ -3,9 +3,9 @@
  * (otherwise the contract suite would prove nothing), with copies handed out, so a caller can
  * never mutate a stored record.
  */
-import type { CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
+import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
 import { assertTransition, isHeld } from "../../core/states.js";
-import { applyUpdate, isTakeable, listOrder, newClaimToken, newRecord, takeOverRecord } from "../../contracts/call-rules.js";
+import { answeredRecord, applyUpdate, isRepeatOf, isTakeable, listOrder, newClaimToken, newRecord, takeOverRecord } from "../../contracts/call-rules.js";
 import { changeOrder, isAfter } from "../../contracts/change-order.js";
 import { recordId } from "./ids.js";
 import type { Json } from "../../core/json.js";
@@ -39,8 +39,38 @@ export function memoryCallStore(clock: () => number, halted?: (tenant: string, a
     return { claimed: true, record: copy(record) };
   };
 
+  /** The earliest record `query` says is repeated (a scan: the memory store is for tests and demos). */
+  const findRepeat = (query: RepeatQuery): CallRecord | undefined => {
+    const now = clock();
+    let earliest: CallRecord | undefined;
+    for (const record of calls.values()) {
+      if (isRepeatOf(record, query, now) && (earliest === undefined || listOrder(record, earliest) < 0)) earliest = record;
+    }
+    return earliest;
+  };
+  const repeatOf = (request: ClaimRequest, windowMs: number): RepeatQuery =>
+    ({ tenant: request.tenant, task: request.task, fingerprint: request.fingerprint, key: request.key, windowMs });
+
   return {
     location: "memory",
+    async findRepeat(query: RepeatQuery) {
+      const found = findRepeat(query);
+      return found && copy(found);
+    },
+    async claimUnlessRepeated(request: ClaimRequest, windowMs: number): Promise<ClaimResult | Repeated> {
+      const existing = calls.get(id(request.tenant, request.key));
+      if (existing) return { claimed: false, record: copy(existing) };
+      const repeated = findRepeat(repeatOf(request, windowMs));
+      if (repeated) return { claimed: false, repeats: copy(repeated) };
+      return claim(request) as ClaimResult;
+    },
+    async claimAnswered(request: ClaimRequest, answer: Answer): Promise<ClaimResult> {
+      const existing = calls.get(id(request.tenant, request.key));
+      if (existing) return { claimed: false, record: copy(existing) };
+      const record = answeredRecord(request, answer, clock(), newClaimToken());
+      calls.set(id(request.tenant, request.key), record);
+      return { claimed: true, record: copy(record) };
+    },
     async claim(request: ClaimRequest): Promise<ClaimResult> {
       return claim(request) as ClaimResult;
     },

@@ -10,12 +10,12 @@
  */
 import { assertTransition, isCallState } from "../../core/states.js";
 import { newClaimToken } from "../../contracts/call-rules.js";
-import type { CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
+import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
 import type { CheckpointRecords } from "../../contracts/checkpoints.js";
 import { callStatements, LIST_FILTERS, updateValues } from "../sql/call-statements.js";
 import { positional, type CompiledSql } from "../sql/dialect.js";
 import { MAY_BE_UNRECORDED, NOTHING_RAN, TRY_AGAIN, type Op, type PostgresAccess } from "./access.js";
-import { decodeCall, decodeMillis } from "./rows.js";
+import { decodeCall, decodeMillis, RAW_TYPES, type RawRow } from "./rows.js";
 import { named, postgresDialect, type Statement } from "./statements.js";
 
 const HALTED: Halted = { claimed: false, halted: true };
@@ -23,6 +23,8 @@ const HALTED: Halted = { claimed: false, halted: true };
 const OPS = {
   claim: { what: "claim a call", next: NOTHING_RAN, writes: true },
   get: { what: "read a call", next: NOTHING_RAN, writes: false },
+  findRepeat: { what: "look for a call this one repeats", next: NOTHING_RAN, writes: false },
+  answer: { what: "record a call answered without running it", next: NOTHING_RAN, writes: true },
   update: { what: "record a call's new state", next: MAY_BE_UNRECORDED, writes: true },
   takeOver: { what: "take over a call", next: NOTHING_RAN, writes: true },
   renew: { what: "renew a lease", next: MAY_BE_UNRECORDED, writes: true },
@@ -60,14 +62,52 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
     (await access.query(prepared(compiled), positional(compiled, values))).rowCount;
   const clock = named(`SELECT ${access.now} AS now`);
 
+  /** A claim's named values. */
+  const claimValues = (request: ClaimRequest) => ({
+    tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect, task: request.task,
+    tool_use_id: request.toolUseId, fingerprint: request.fingerprint, input: JSON.stringify(request.input),
+    input_redacted: request.inputRedacted, owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null,
+    claim_token: newClaimToken(),
+  });
+  const repeatValues = (q: RepeatQuery) => ({ tenant: q.tenant, task: q.task, fingerprint: q.fingerprint, key: q.key, window_ms: q.windowMs });
+
+  /**
+   * The claim unless repeated, in a transaction that first takes an advisory lock on the call's
+   * (tenant, task, fingerprint): under READ COMMITTED two INSERTs … WHERE NOT EXISTS from two
+   * workers would each miss the other's uncommitted row; with the lock the second one's statement
+   * starts after the first committed, and its snapshot holds the first one's claim.
+   */
+  const claimUnlessRepeated = (request: ClaimRequest, windowMs: number) => access.withClient(async (client) => {
+    const q = (compiled: CompiledSql, values: Record<string, unknown>) =>
+      client.query<RawRow>({ text: compiled.text, values: positional(compiled, values), types: RAW_TYPES });
+    const decoded = (rows: RawRow[]) => rows[0] && decodeCall(rows[0], table);
+    await client.query("BEGIN");
+    try {
+      if (access.durability === "process") await client.query("SET LOCAL synchronous_commit TO off");
+      await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [JSON.stringify([request.tenant, request.task, request.fingerprint])]);
+      const inserted = decoded((await q(sql.claimUnlessRepeated, { ...claimValues(request), window_ms: windowMs })).rows);
+      let out: ClaimResult | Repeated | undefined;
+      if (inserted) out = { claimed: true, record: inserted };
+      else {
+        const existing = decoded((await q(sql.get, { tenant: request.tenant, key: request.key })).rows);
+        if (existing) out = { claimed: false, record: existing };
+        else {
+          const repeats = decoded((await q(sql.findRepeat, repeatValues({ ...request, windowMs }))).rows);
+          if (repeats) out = { claimed: false, repeats };
+        }
+      }
+      await client.query("COMMIT");
+      if (out) return out;
+      throw new Error(`a claim of ${request.tenant}/${request.key} unless repeated wrote nothing, but neither its record nor the call it repeats is there`);
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw err;
+    }
+  });
+
   /** The INSERT, and when it wrote nothing the record in the way; with `agent`, only while no kill switch covers the call. */
   const claim = async (request: ClaimRequest, agent?: string): Promise<ClaimResult | Halted> => {
-    const values = {
-      tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect, task: request.task,
-      tool_use_id: request.toolUseId, fingerprint: request.fingerprint, input: JSON.stringify(request.input),
-      input_redacted: request.inputRedacted, owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null,
-      claim_token: newClaimToken(),
-    };
+    const values = claimValues(request);
     // A key removed between our INSERT and SELECT (an expired idempotency key) is claimable again: try once more.
     for (let tries = 0; tries < 3; tries++) {
       const inserted = agent === undefined ? await one(sql.claim, values) : await one(sql.claimUnlessHalted, { ...values, agent });
@@ -84,6 +124,17 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
     location: access.location,
     claim: (request: ClaimRequest) => access.run(OPS.claim, async () => (await claim(request)) as ClaimResult),
     claimUnlessHalted: (request: ClaimRequest, agent: string | undefined) => access.run(OPS.claim, () => claim(request, agent ?? "")),
+    findRepeat: (query: RepeatQuery) => access.run(OPS.findRepeat, () => one(sql.findRepeat, repeatValues(query))),
+    claimUnlessRepeated: (request: ClaimRequest, windowMs: number) => access.run(OPS.claim, () => claimUnlessRepeated(request, windowMs)),
+    claimAnswered: (request: ClaimRequest, answer: Answer) =>
+      access.run(OPS.answer, async (): Promise<ClaimResult> => {
+        const values = { ...claimValues(request), state: answer.state, result: answer.result === null ? null : JSON.stringify(answer.result), error: answer.error };
+        const inserted = await one(sql.claimAnswered, values);
+        if (inserted) return { claimed: true, record: inserted };
+        const existing = await one(sql.get, { tenant: request.tenant, key: request.key });
+        if (existing) return { claimed: false, record: existing };
+        throw new Error(`an answered claim of ${request.tenant}/${request.key} conflicted but the record is not there`);
+      }),
     get: (tenant, key) => access.run(OPS.get, () => one(sql.get, { tenant, key })),
     update: (tenant: string, key: string, version: number, update: RecordUpdate) =>
       access.run(OPS.update, async () => {

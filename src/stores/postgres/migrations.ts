@@ -204,6 +204,12 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE ${s}.calls ADD COLUMN claim_token text NOT NULL DEFAULT '';
       UPDATE ${s}.calls SET started_at = updated_at, claim_token = md5(random()::text || clock_timestamp()::text || key);`,
   },
+  {
+    // Intent windows (ToolSpec.repeats): the calls of one task with one input, found without a scan.
+    version: 7,
+    description: "intent windows",
+    sql: (s) => `CREATE INDEX calls_by_intent ON ${s}.calls (tenant, task, fingerprint);`,
+  },
 ];
 
 /**

@@ -6,6 +6,7 @@
  * list in one order. Each statement names (tenant, key), the primary key, or walks an index.
  */
 import { allowedFrom, CALL_STATES, HELD_STATES, type CallState } from "../../core/states.js";
+import { REPEATED_UNSETTLED } from "../../contracts/call-rules.js";
 import { compile, type CompiledSql, type Dialect } from "./dialect.js";
 
 /** The columns every statement returns, named rather than `*` (a cached plan survives a column added by a later migration). */
@@ -24,6 +25,10 @@ const LEASE_RAN_OUT = `(owner IS NULL OR lease_expires_at IS NULL OR lease_expir
 /** The last moment the holder being replaced could have sent a request (contracts/call-rules.ts `takeOverRecord`). */
 const LAST_POSSIBLE_SEND = `(CASE WHEN owner IS NULL THEN started_at WHEN lease_expires_at IS NULL OR lease_expires_at > {now} THEN {now} ELSE lease_expires_at END)`;
 
+/** The repeat rule (contracts/call-rules.ts `isRepeatOf`) for the row `r`; walks calls_by_intent. */
+const REPEATS = `r.tenant = :tenant:text AND r.task = :task:text AND r.fingerprint = :fingerprint:text AND r.key <> :key:text
+  AND (r.state IN ${inList(REPEATED_UNSETTLED)} OR (r.state = 'completed' AND r.updated_at >= {now} - :window_ms:bigint))`;
+
 /** The optional filters of `list`, in this order; a statement is compiled per combination given. */
 export const LIST_FILTERS = ["tenant", "state", "tool", "key"] as const;
 export type ListFilter = (typeof LIST_FILTERS)[number];
@@ -32,6 +37,12 @@ export interface CallStatements {
   readonly claim: CompiledSql;
   /** The claim, made only when no kill switch covers :tenant and :agent ('' = every tenant, every agent). */
   readonly claimUnlessHalted: CompiledSql;
+  /** The claim, made only when the call repeats no earlier one (REPEATS). */
+  readonly claimUnlessRepeated: CompiledSql;
+  /** A new record straight in a settled state (:state), nobody holding it, no attempt counted. */
+  readonly claimAnswered: CompiledSql;
+  /** The earliest call the new one repeats. */
+  readonly findRepeat: CompiledSql;
   readonly get: CompiledSql;
   /** One per target state: its allowed-from states spelled out. */
   readonly update: Readonly<Record<CallState, CompiledSql>>;
@@ -63,6 +74,21 @@ export function callStatements(dialect: Dialect): CallStatements {
        {from_clock}
        WHERE NOT EXISTS (SELECT 1 FROM {kill_switches} WHERE tenant IN ('', :tenant:text) AND agent IN ('', :agent:text))
        ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`),
+    claimUnlessRepeated: sql(`INSERT INTO {calls} (${COLS})
+       SELECT :tenant:text, :key:text, :tool:text, :effect:text, :task:text, :tool_use_id:text, :fingerprint:text, :input:json,
+         :input_redacted:boolean, 'in_progress', NULL, NULL, :owner:text, {now} + :lease_ms:bigint, 1, coalesce(:fence:bigint, 1), {now},
+         :claim_token:text, 1, {now}, {now}
+       {from_clock}
+       WHERE NOT EXISTS (SELECT 1 FROM {calls} r WHERE ${REPEATS})
+       ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`),
+    claimAnswered: sql(`INSERT INTO {calls} (${COLS})
+       SELECT :tenant:text, :key:text, :tool:text, :effect:text, :task:text, :tool_use_id:text, :fingerprint:text, :input:json,
+         :input_redacted:boolean, :state:text, :result:json, :error:text, NULL, NULL, 0, coalesce(:fence:bigint, 1), {now},
+         :claim_token:text, 1, {now}, {now}
+       {from_clock} WHERE true
+       ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`),
+    findRepeat: sql(`SELECT ${COLS.split(", ").map((c) => `r.${c}`).join(", ")} FROM {calls} r {join_clock} WHERE ${REPEATS}
+       ORDER BY r.created_at, r.tenant, r.key LIMIT 1`),
     get: sql(`SELECT ${COLS} FROM {calls} WHERE tenant = :tenant:text AND key = :key:text`),
     // The update rule (contracts/call-rules.ts `applyUpdate`): fields not given keep their value; no owner, no lease.
     update: Object.fromEntries(CALL_STATES.map((to) => [to, sql(`UPDATE {calls} SET

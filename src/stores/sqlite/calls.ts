@@ -12,7 +12,7 @@ import type Database from "better-sqlite3";
 import { assertTransition, isCallState } from "../../core/states.js";
 import { isEffectClass } from "../../core/effect-class.js";
 import type { Json } from "../../core/json.js";
-import type { CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, TakeOverRequest } from "../../contracts/calls.js";
+import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
 import type { CheckpointRecords } from "../../contracts/checkpoints.js";
 import { newClaimToken } from "../../contracts/call-rules.js";
 import { RowDamage } from "../row-damage.js";
@@ -92,25 +92,58 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
   /** Runs one compiled statement at the store's clock and returns its rows. */
   const rows = (db: Db, sql: CompiledSql, values: Record<string, unknown>) =>
     statements(db)(sql).all(sqliteValues({ now: access.clock(), ...values })) as Row[];
+  /** A claim's named values. */
+  const claimValues = (request: ClaimRequest) => ({
+    tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect,
+    task: request.task, tool_use_id: request.toolUseId, fingerprint: request.fingerprint,
+    input: JSON.stringify(request.input), input_redacted: request.inputRedacted,
+    owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null, claim_token: newClaimToken(),
+  });
+  /** The record in the way of an INSERT that wrote nothing, if there is one. */
+  const existing = (db: Db, request: ClaimRequest): ClaimResult | undefined => {
+    const [row] = rows(db, SQL.get, { tenant: request.tenant, key: request.key });
+    return row && { claimed: false, record: decode(row) };
+  };
   /** The INSERT, and when it wrote nothing the record in the way; with `agent`, only while no kill switch covers the call. */
   const claim = (db: Db, request: ClaimRequest, agent?: string): ClaimResult | Halted => {
-    const values = {
-      tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect,
-      task: request.task, tool_use_id: request.toolUseId, fingerprint: request.fingerprint,
-      input: JSON.stringify(request.input), input_redacted: request.inputRedacted,
-      owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null, claim_token: newClaimToken(),
-    };
+    const values = claimValues(request);
     const [inserted] = agent === undefined ? rows(db, SQL.claim, values) : rows(db, SQL.claimUnlessHalted, { ...values, agent });
     if (inserted) return { claimed: true, record: decode(inserted) };
-    const [existing] = rows(db, SQL.get, { tenant: request.tenant, key: request.key });
-    if (existing) return { claimed: false, record: decode(existing) };
+    const found = existing(db, request);
+    if (found) return found;
     if (agent !== undefined) return HALTED;
     throw new Error("claim conflicted but the record is not there");
+  };
+  const findRepeat = (db: Db, query: RepeatQuery): CallRecord | undefined => {
+    const [row] = rows(db, SQL.findRepeat, { tenant: query.tenant, task: query.task, fingerprint: query.fingerprint, key: query.key, window_ms: query.windowMs });
+    return row && decode(row);
+  };
+  // One writer at a time (the batch's transaction): the NOT EXISTS and the INSERT see the same file, so no twin slips between them.
+  const claimUnlessRepeated = (db: Db, request: ClaimRequest, windowMs: number): ClaimResult | Repeated => {
+    const [inserted] = rows(db, SQL.claimUnlessRepeated, { ...claimValues(request), window_ms: windowMs });
+    if (inserted) return { claimed: true, record: decode(inserted) };
+    const found = existing(db, request);
+    if (found) return found;
+    const repeats = findRepeat(db, { tenant: request.tenant, task: request.task, fingerprint: request.fingerprint, key: request.key, windowMs });
+    if (repeats) return { claimed: false, repeats };
+    throw new Error("a claim unless repeated wrote nothing, but neither its record nor the call it repeats is there");
+  };
+  const claimAnswered = (db: Db, request: ClaimRequest, answer: Answer): ClaimResult => {
+    const [inserted] = rows(db, SQL.claimAnswered, {
+      ...claimValues(request), state: answer.state, result: answer.result === null ? null : JSON.stringify(answer.result), error: answer.error,
+    });
+    if (inserted) return { claimed: true, record: decode(inserted) };
+    const found = existing(db, request);
+    if (found) return found;
+    throw new Error("an answered claim conflicted but the record is not there");
   };
   return {
     location: access.location,
     claim: (request: ClaimRequest) => access.batched("claim a call", (db) => claim(db, request) as ClaimResult),
     claimUnlessHalted: (request: ClaimRequest, agent: string | undefined) => access.batched("claim a call", (db) => claim(db, request, agent ?? "")),
+    findRepeat: (query: RepeatQuery) => access.run("look for a call this one repeats", (db) => findRepeat(db, query)),
+    claimUnlessRepeated: (request: ClaimRequest, windowMs: number) => access.batched("claim a call", (db) => claimUnlessRepeated(db, request, windowMs)),
+    claimAnswered: (request: ClaimRequest, answer: Answer) => access.batched("record a call answered without running it", (db) => claimAnswered(db, request, answer)),
     get: (tenant, key) =>
       access.run("read a call", (db) => {
         const [row] = rows(db, SQL.get, { tenant, key });

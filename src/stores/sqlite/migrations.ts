@@ -112,6 +112,8 @@ const SQL: readonly string[] = [
    ALTER TABLE calls ADD COLUMN started_at INTEGER NOT NULL DEFAULT 0;
    ALTER TABLE calls ADD COLUMN claim_token TEXT NOT NULL DEFAULT '';
    UPDATE calls SET started_at = updated_at, claim_token = lower(hex(randomblob(16)));`,
+  // 7: intent windows (ToolSpec.repeats): the calls of one task with one input, found without a scan.
+  `CREATE INDEX calls_by_intent ON calls (tenant, task, fingerprint);`,
 ];
 
 export interface Migration {

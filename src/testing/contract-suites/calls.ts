@@ -300,6 +300,92 @@ export const callsSuite: ContractSuiteDefinition = {
       expect(await ledger.calls.get("acme", "toolu_later")).toMatchObject({ state: "in_progress", version: 1 });
     });
 
+    /** The three repeat methods (intent windows), which come together: a store without them cannot enforce ToolSpec.repeats. */
+    const repeatMethods = () => {
+      const { findRepeat, claimUnlessRepeated, claimAnswered } = ledger.calls;
+      if (!findRepeat || !claimUnlessRepeated || !claimAnswered) {
+        throw new Error(`${ledger.location}: the call store lacks findRepeat / claimUnlessRepeated / claimAnswered (skip the repeat cases by name if it cannot offer them)`);
+      }
+      return { find: findRepeat.bind(ledger.calls), claim: claimUnlessRepeated.bind(ledger.calls), answer: claimAnswered.bind(ledger.calls) };
+    };
+    const HOUR = 3_600_000;
+    const repeatOf = (key: string, windowMs = HOUR) => ({ tenant: "acme", task: "task-1", fingerprint: "fp-1", key, windowMs });
+
+    test("a repeat is the same tenant, task and fingerprint under another key: unsettled at any age, completed only within the window", async () => {
+      const { find } = repeatMethods();
+      expect(await find(repeatOf("toolu_new"))).toBeUndefined();
+      await ledger.calls.claim(claimRequest({ key: "toolu_1" }));
+      expect(await find(repeatOf("toolu_new"))).toMatchObject({ key: "toolu_1", state: "in_progress" });
+      // Never a repeat of itself; never across tenants, tasks or inputs.
+      expect(await find(repeatOf("toolu_1"))).toBeUndefined();
+      expect(await find({ ...repeatOf("toolu_new"), tenant: "globex" })).toBeUndefined();
+      expect(await find({ ...repeatOf("toolu_new"), task: "task-2" })).toBeUndefined();
+      expect(await find({ ...repeatOf("toolu_new"), fingerprint: "fp-2" })).toBeUndefined();
+      // Unsettled at any age: a window that ended an hour ago still finds it.
+      expect(await find(repeatOf("toolu_new", -HOUR))).toMatchObject({ key: "toolu_1" });
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "needs_human", error: "unknown", owner: null });
+      expect(await find(repeatOf("toolu_new", -HOUR))).toMatchObject({ key: "toolu_1", state: "needs_human" });
+      await ledger.calls.update("acme", "toolu_1", 2, { state: "completed", result: { id: "T-1" } });
+      // Completed: inside the window, not after it.
+      expect(await find(repeatOf("toolu_new"))).toMatchObject({ key: "toolu_1", state: "completed", result: { id: "T-1" } });
+      expect(await find(repeatOf("toolu_new", -HOUR))).toBeUndefined();
+      // A failed call is no repeat (nothing happened); a compensated one neither (it was undone).
+      await ledger.calls.claim(claimRequest({ key: "toolu_f", fingerprint: "fp-f" }));
+      await ledger.calls.update("acme", "toolu_f", 1, { state: "failed", error: "declined", owner: null });
+      expect(await find({ ...repeatOf("toolu_new"), fingerprint: "fp-f" })).toBeUndefined();
+      await ledger.calls.update("acme", "toolu_1", 3, { state: "compensated" });
+      expect(await find(repeatOf("toolu_new"))).toBeUndefined();
+    });
+
+    test("the earliest repeated call is the one named", async () => {
+      const { find } = repeatMethods();
+      await ledger.calls.claim(claimRequest({ key: "toolu_first" }));
+      await ledger.calls.claim(claimRequest({ key: "toolu_second" }));
+      const [first] = await ledger.calls.list({ limit: 1 });
+      expect(await find(repeatOf("toolu_third"))).toMatchObject({ key: first?.key });
+    });
+
+    test("a claim unless repeated claims a new call, answers a known key with its record, and writes nothing for a repeat", async () => {
+      const { claim } = repeatMethods();
+      expect(await claim(claimRequest({ key: "toolu_1" }), HOUR)).toMatchObject({ claimed: true, record: { key: "toolu_1", state: "in_progress", attempts: 1 } });
+      expect(await claim(claimRequest({ key: "toolu_1", owner: "worker-b" }), HOUR)).toMatchObject({ claimed: false, record: { key: "toolu_1", owner: "worker-a" } });
+      const repeated = await claim(claimRequest({ key: "toolu_2", toolUseId: "toolu_2", owner: "worker-b" }), HOUR);
+      expect(repeated).toMatchObject({ claimed: false, repeats: { key: "toolu_1", toolUseId: "toolu_1" } });
+      expect(await ledger.calls.get("acme", "toolu_2")).toBeUndefined();
+      // Another input, task or tenant is no repeat.
+      expect(await claim(claimRequest({ key: "toolu_3", fingerprint: "fp-3" }), HOUR)).toMatchObject({ claimed: true });
+      expect(await claim(claimRequest({ key: "toolu_4", task: "task-2" }), HOUR)).toMatchObject({ claimed: true });
+      // Once the first failed (nothing happened), the same input may be claimed again.
+      await ledger.calls.update("acme", "toolu_1", 1, { state: "failed", error: "declined", owner: null });
+      expect(await claim(claimRequest({ key: "toolu_2" }), HOUR)).toMatchObject({ claimed: true, record: { key: "toolu_2" } });
+    });
+
+    test("of many claims of one input under different keys at once, exactly one is claimed and every other is told the call it repeats", async () => {
+      const { claim } = repeatMethods();
+      const results = await Promise.all(Array.from({ length: 12 }, (_, i) =>
+        claim(claimRequest({ key: `toolu_race_${i}`, toolUseId: `toolu_race_${i}`, owner: `worker-${i}` }), HOUR)));
+      const claimed = results.filter((r) => r.claimed);
+      expect(claimed).toHaveLength(1);
+      const winner = claimed[0]?.record.key;
+      for (const r of results.filter((x) => !x.claimed)) expect(r).toMatchObject({ repeats: { key: winner } });
+      expect((await ledger.calls.list({})).map((r) => r.key)).toEqual([winner]);
+    });
+
+    test("a call answered without running its tool is recorded settled, held by nobody, with no attempt, and never replaces a record", async () => {
+      const { answer, find } = repeatMethods();
+      const refused = await answer(claimRequest({ key: "toolu_r" }), { state: "failed", result: null, error: "EG_REPEATED_CALL: repeats toolu_0" });
+      expect(refused).toMatchObject({ claimed: true, record: { key: "toolu_r", state: "failed", error: "EG_REPEATED_CALL: repeats toolu_0", owner: null, leaseExpiresAt: null, attempts: 0, version: 1 } });
+      const collapsed = await answer(claimRequest({ key: "toolu_c", fingerprint: "fp-c" }), { state: "completed", result: { id: "T-9", n: 12345678901234567890 }, error: null });
+      expect(collapsed).toMatchObject({ claimed: true, record: { state: "completed", result: { id: "T-9" }, attempts: 0 } });
+      expect(await ledger.calls.get("acme", "toolu_c")).toEqual(collapsed.record);
+      // A known key: nothing changes, whatever the answer says.
+      await ledger.calls.claim(claimRequest({ key: "toolu_live", fingerprint: "fp-live" }));
+      expect(await answer(claimRequest({ key: "toolu_live" }), { state: "completed", result: { forged: true }, error: null }))
+        .toMatchObject({ claimed: false, record: { key: "toolu_live", state: "in_progress", result: null, version: 1 } });
+      // A collapsed answer is itself a completed call: a third call with that input repeats the first completed one.
+      expect(await find({ ...repeatOf("toolu_d"), fingerprint: "fp-c" })).toMatchObject({ key: "toolu_c" });
+    });
+
     test("an input with a \"__proto__\" key reads back as data, in the same JSON", async () => {
       const input = JSON.parse('{"__proto__": {"admin": true}, "list": [1, {"deep": null}], "s": "é"}') as Record<string, unknown>;
       await ledger.calls.claim(claimRequest({ input: input as never }));
