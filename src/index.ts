@@ -23,6 +23,7 @@ export type { EffectClass } from "./core/effect-class.js";
 export type { Json } from "./core/json.js";
 export type { DownstreamRecord, DryRunPreview, FieldDifference, LookupContext, LookupWindow, ProbeResult, RecordedCall } from "./core/hooks.js";
 export type { SandboxSpec } from "./core/sandbox-spec.js";
+export type { RepeatAction, RepeatPolicy } from "./core/repeats.js";
 export type { ProbePolicy, RetryPolicy } from "./core/policies.js";
 export type { StandardSchemaV1 } from "./core/standard-schema.js";
 export type { ToolResultBlock, ToolUseBlock } from "./core/blocks.js";

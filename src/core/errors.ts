@@ -22,6 +22,8 @@ const ERROR_CODES = {
   /** An option given to createGate, a store or an entry is wrong: the message names it and says what it must be. */
   EG_BAD_OPTION: "terminal",
   EG_ILLEGAL_TRANSITION: "terminal",
+  /** The call repeats an earlier one of its task (same tool, same input, a new id) and was not executed (ToolSpec.repeats). */
+  EG_REPEATED_CALL: "terminal",
   // Governance (src/governance): each refusal means nothing was executed.
   EG_KILL_SWITCH: "terminal",
   EG_NOT_GRANTED: "terminal",

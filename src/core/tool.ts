@@ -10,6 +10,7 @@ import type { StandardSchemaV1 } from "./standard-schema.js";
 import type { ProbePolicy, RetryPolicy } from "./policies.js";
 import type { DownstreamRecord, DryRunPreview, FieldDifference, LookupContext, LookupWindow, ProbeResult, RecordedCall } from "./hooks.js";
 import { sandboxProblem, type SandboxSpec } from "./sandbox-spec.js";
+import { repeatsProblem, type RepeatPolicy } from "./repeats.js";
 
 /** What a tool receives besides its input. */
 export interface ToolContext {
@@ -115,6 +116,14 @@ export interface ToolSpec<S extends StandardSchemaV1, R> {
    * downstream does not honour keys is never re-sent automatically: the call goes to a person.
    */
   readonly settleMs?: number;
+  /**
+   * Intent window: what to do with a call of the same task with the same input under a NEW id (the
+   * model re-planning the same payment after a timeout) while an earlier one is unsettled or
+   * completed within `windowMs`: "collapse" (answer with its result), "refuse" (say it already
+   * happened) or "approve" (a person decides). Default: "refuse" for destructive tools, none for
+   * writes; `false` turns it off. See docs/guarantees.md "The same effect under a new id".
+   */
+  readonly repeats?: RepeatPolicy | false;
   /** Overrides the retry policy of the tool's effect class. */
   readonly retry?: Partial<RetryPolicy>;
   /** Overrides the gate's probe budget. */
@@ -167,6 +176,8 @@ export function defineTool<S extends StandardSchemaV1, R>(spec: ToolSpec<S, R>):
     const problem = sandboxProblem(spec.sandbox);
     if (problem) bad(problem);
   }
+  const repeats = repeatsProblem(spec.effect, spec.repeats);
+  if (repeats) bad(repeats);
   if (spec.compensable !== undefined && typeof spec.compensable !== "boolean") bad("compensable must be true or false when given");
   if (spec.compensable === false && (spec.compensate !== undefined || spec.compensateWith !== undefined)) bad("compensable: false contradicts its compensation; remove one");
   if (spec.compensateWith !== undefined && (typeof spec.compensateWith !== "object" || spec.compensateWith === null ||

@@ -20,12 +20,21 @@ export interface GovernedCall {
   readonly key: string;
   readonly scope: Scope;
   readonly toolUseId: string;
+  /** Reasons of the gate's own for a person to approve the call, beside the policy's (a repeat of an earlier call: ToolSpec.repeats). */
+  readonly approvalReasons?: readonly string[];
 }
 
 /** `message` is the tool_result content of a refusal: it starts with its `EG_…` code and says what to do. */
 export type Admission = { readonly ok: true } | { readonly ok: false; readonly message: string };
 
 export interface Governor {
+  /**
+   * Only the checks that stop a call outright and only read (the kill switch, the grant): asked
+   * before the gate looks for a call this one repeats (ToolSpec.repeats), so a call that may not
+   * run at all is refused as such, and never answered with another agent's result. `admit` makes
+   * them again.
+   */
+  screen?(call: GovernedCall): Promise<Admission>;
   /** Admits the call (quota charged, approval consumed) or refuses it. Nothing is executed here. */
   admit(call: GovernedCall): Promise<Admission>;
   /**
@@ -42,4 +51,10 @@ export interface Governor {
    * again in full (admit). Undefined otherwise.
    */
   killSwitchOnly?(call: GovernedCall): { readonly agent: string | undefined } | undefined;
+  /**
+   * Whether an approval request for exactly this call (its key and input) was ever filed: a call
+   * once sent to a person as a repeat is still governed by that request after the earlier call
+   * it repeated left the window.
+   */
+  hasApprovalRequest?(call: GovernedCall): Promise<boolean>;
 }

@@ -25,6 +25,8 @@ import { resolveStale } from "./resolve.js";
 import { ownUnansweredClaim } from "./known.js";
 import type { CallNote } from "./observe.js";
 import { flushKept } from "./record.js";
+import { repeatMethods, runUnlessRepeated } from "./repeats.js";
+import { repeatPolicyOf } from "../core/repeats.js";
 import { inflightId, inProgressResult, needsHumanResult, replayRecord, singleFlight, type Call, type Runtime } from "./runtime.js";
 
 /** Runs a call with this idempotency key instead of the tool's own key strategy, and/or with this tool instead of the registered one of that name. */
@@ -77,8 +79,16 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
           throw err;
         }
       };
-      if (rt.governor) {
-        const governed = { tool, input: checked.value, rawInput: block.input, storedInput: stored.value as Json, key, scope, toolUseId: block.id };
+      const governed = rt.governor ? { tool, input: checked.value, rawInput: block.input, storedInput: stored.value as Json, key, scope, toolUseId: block.id } : undefined;
+      const repeats = repeatPolicyOf(tool);
+      const repeatStore = repeats && repeatMethods(rt.calls);
+      if (repeats && repeatStore) {
+        return runUnlessRepeated(rt, call, {
+          request, policy: repeats, store: repeatStore, governed, claimed,
+          answerExisting: (record) => answerExisting(rt, call, print, record),
+        });
+      }
+      if (rt.governor && governed) {
         const claimUnlessHalted = rt.calls.claimUnlessHalted?.bind(rt.calls);
         const killSwitch = claimUnlessHalted ? rt.governor.killSwitchOnly?.(governed) : undefined;
         if (killSwitch && claimUnlessHalted) {

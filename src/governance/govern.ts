@@ -70,16 +70,24 @@ export function createGovernance(options: GovernanceOptions): Governance {
   const store = options.store ?? noStore(options, policy);
   const stopSources: StopSources = { store, isGranted: policy.isGranted, policySource: policy.source };
 
-  async function admit(call: GovernedCall): Promise<Admission> {
+  /** The checks that stop a call outright and only read: the kill switch, then the grant. */
+  async function screen(call: GovernedCall): Promise<Admission> {
     const { tool, scope } = call;
     if (tool.effect === "read") return OK;
-    const now = options.clock();
-
     if (store) {
       const killed = await store.activeKillSwitch(scope.tenant, scope.agent);
       if (killed) return refuse(say.killSwitchMessage(tool, killed));
     }
     if (!policy.isGranted(tool, scope)) return refuse(say.notGrantedMessage(tool, scope, policy.source));
+    return OK;
+  }
+
+  async function admit(call: GovernedCall): Promise<Admission> {
+    const { tool, scope } = call;
+    if (tool.effect === "read") return OK;
+    const now = options.clock();
+    const screened = await screen(call);
+    if (!screened.ok) return screened;
 
     if (store && policy.rates.length > 0) {
       const verdict = await store.hitRate({
@@ -106,7 +114,7 @@ export function createGovernance(options: GovernanceOptions): Governance {
       if (over) return refuse(quotaMessage(tool, plan, over, usage.get(over.counter) ?? 0));
     }
 
-    const reasons = policy.approvalReasons(tool, call.input);
+    const reasons = [...policy.approvalReasons(tool, call.input), ...(call.approvalReasons ?? [])];
     if (reasons.length > 0) {
       const approved = await approval(call, reasons, now);
       if (!approved.ok) return approved;
@@ -252,7 +260,13 @@ export function createGovernance(options: GovernanceOptions): Governance {
     return { agent: call.scope.agent };
   }
 
-  return { policy, admit, admitsByReadingOnly, killSwitchOnly, approvalStatus, stoppedTools: (scope) => stoppedTools(stopSources, options.tools.values(), scope) };
+  async function hasApprovalRequest(call: GovernedCall): Promise<boolean> {
+    if (!store) return false;
+    const digest = approvalDigest({ tenant: call.scope.tenant, key: call.key, tool: call.tool.name, input: call.rawInput, policyVersion: policy.version });
+    return (await store.getApproval(approvalId(digest))) !== undefined;
+  }
+
+  return { policy, screen, admit, admitsByReadingOnly, killSwitchOnly, hasApprovalRequest, approvalStatus, stoppedTools: (scope) => stoppedTools(stopSources, options.tools.values(), scope) };
 }
 
 function quotaMessage(tool: AnyTool, plan: QuotaPlan, over: QuotaCharge, used: number): string {

@@ -28,6 +28,7 @@ import type { GateObserver } from "../gate/observe.js";
 import type { Logger } from "../core/logger.js";
 import type { FaultHook } from "../gate/faults.js";
 import { createKernel } from "../gate/kernel.js";
+import { repeatMethods } from "../gate/repeats.js";
 import { newOwnerId } from "../gate/owner.js";
 import type { CallRecoverySummary } from "../gate/recover.js";
 import { policyFor } from "../gate/tool-policy.js";
@@ -164,6 +165,20 @@ export interface Gate {
   close(): Promise<void>;
 }
 
+/**
+ * A tool that asks for a `repeats` policy on a ledger whose call store cannot enforce one is refused
+ * at once, by name. The destructive tools' default policy applies where the store offers it.
+ */
+function checkRepeatsSupported(tools: ReadonlyMap<string, AnyTool>, ledger: Stores): void {
+  if (repeatMethods(ledger.calls)) return;
+  const asking = [...tools.values()].filter((tool) => tool.repeats !== undefined && tool.repeats !== false).map((tool) => tool.name);
+  if (asking.length > 0) {
+    throw new EffectgateError("EG_BAD_OPTION",
+      `the tools ${asking.join(", ")} set a repeats policy, but the ledger ${ledger.location} cannot enforce one ` +
+        "(its call store has no findRepeat / claimUnlessRepeated / claimAnswered): use the memory, SQLite or PostgreSQL ledger, or remove repeats");
+  }
+}
+
 export function createGate(options: GateOptions): Gate {
   const tools = new Map<string, AnyTool>();
   for (const tool of options.tools) {
@@ -176,6 +191,7 @@ export function createGate(options: GateOptions): Gate {
   const ownsLedger = options.ledger === undefined;
   // The SQLite store loads its driver only when the file is first opened.
   const ledger = options.ledger ?? sqliteLedger(DEFAULT_LEDGER_PATH);
+  checkRepeatsSupported(tools, ledger);
   const stats: GateStats = { executed: 0, replayed: 0, alerts: 0 };
   const onAlert = options.onAlert ?? (options.logger ? alertToLogger(options.logger) : alertToStderr);
   const observers = options.observers ?? [];

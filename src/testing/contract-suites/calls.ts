@@ -302,11 +302,11 @@ export const callsSuite: ContractSuiteDefinition = {
 
     /** The three repeat methods (intent windows), which come together: a store without them cannot enforce ToolSpec.repeats. */
     const repeatMethods = () => {
-      const { findRepeat, claimUnlessRepeated, claimAnswered } = ledger.calls;
-      if (!findRepeat || !claimUnlessRepeated || !claimAnswered) {
+      const calls = ledger.calls;
+      if (!calls.findRepeat || !calls.claimUnlessRepeated || !calls.claimAnswered) {
         throw new Error(`${ledger.location}: the call store lacks findRepeat / claimUnlessRepeated / claimAnswered (skip the repeat cases by name if it cannot offer them)`);
       }
-      return { find: findRepeat.bind(ledger.calls), claim: claimUnlessRepeated.bind(ledger.calls), answer: claimAnswered.bind(ledger.calls) };
+      return { find: calls.findRepeat.bind(calls), claim: calls.claimUnlessRepeated.bind(calls), answer: calls.claimAnswered.bind(calls) };
     };
     const HOUR = 3_600_000;
     const repeatOf = (key: string, windowMs = HOUR) => ({ tenant: "acme", task: "task-1", fingerprint: "fp-1", key, windowMs });
