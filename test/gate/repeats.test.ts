@@ -12,6 +12,7 @@ import { memoryLedger } from "../../src/stores/memory/index.js";
 import { decideApproval } from "../../src/governance/approvals.js";
 import { awaitingApproval } from "../../src/governance/awaiting.js";
 import type { Stores } from "../../src/contracts/stores.js";
+import type { CallStore } from "../../src/contracts/calls.js";
 import { effects, manualClock, use, type Effects } from "../governance/support.js";
 
 const scope = { tenant: "acme", task: "order-7" };
@@ -29,7 +30,7 @@ function paymentTool(fx: Effects, extra: Partial<ToolSpec<StandardSchemaV1, unkn
       return { paymentId: `pay_${fx.count()}`, amount: input.amount };
     },
     ...extra,
-  } as ToolSpec<StandardSchemaV1, unknown>);
+  });
 }
 
 function deleteTool(fx: Effects, extra: Partial<ToolSpec<StandardSchemaV1, unknown>> = {}) {
@@ -43,7 +44,7 @@ function deleteTool(fx: Effects, extra: Partial<ToolSpec<StandardSchemaV1, unkno
     },
     dryRun: (input: { account: string }) => ({ effect: "would_delete", would_affect: { account: input.account }, reversible: false }),
     ...extra,
-  } as ToolSpec<StandardSchemaV1, unknown>);
+  });
 }
 
 function setup(tools: (fx: Effects) => ReturnType<typeof defineTool>[], ledgerOf: (clock: () => number) => Stores = (clock) => memoryLedger({ clock })) {
@@ -224,7 +225,11 @@ describe("definitions", () => {
   it("a ledger whose call store cannot enforce a repeats policy is refused by createGate, naming the tools", () => {
     const fx = effects();
     const base = memoryLedger();
-    const { findRepeat: _f, claimUnlessRepeated: _c, claimAnswered: _a, ...calls } = base.calls;
+    // A call store as a third party might write it: everything but the three repeat methods.
+    const calls: CallStore = { ...base.calls };
+    delete calls.findRepeat;
+    delete calls.claimUnlessRepeated;
+    delete calls.claimAnswered;
     const ledger: Stores = { ...base, calls };
     expect(() => createGate({ ledger, tools: [paymentTool(fx, { repeats: { action: "collapse" } })] }))
       .toThrow(/EG_BAD_OPTION: the tools send_payment set a repeats policy, but the ledger memory cannot enforce one/);
