@@ -10,4 +10,5 @@ export const MIGRATION_NAMES = [
   "governance",
   "list order",
   "fences and send times",
+  "call search",
 ] as const;

@@ -11,6 +11,7 @@ import { MIGRATIONS, SCHEMA_VERSION } from "../../src/stores/postgres/migrations
 import { postgresDialect } from "../../src/stores/postgres/statements.js";
 import { callStatements, updateValues } from "../../src/stores/sql/call-statements.js";
 import { positional, type CompiledSql } from "../../src/stores/sql/dialect.js";
+import type { ListQuery } from "../../src/contracts/calls.js";
 import { chargeTool, counter, toolUse } from "../support/tools.js";
 import { TEST_PG_URL_VARIABLE, usePostgres } from "../support/pg.js";
 import { claimRequest } from "../../src/testing/contract-suites/calls.js";
@@ -371,7 +372,16 @@ describe("postgres ledger: cost per call does not grow with the ledger", () => {
       renew: bound(sql.renew, { tenant: "t1", key: "k1", version: 2, owner: "w", lease_ms: 1000 }),
       remove: bound(sql.remove, { tenant: "t1", key: "k1", version: 2, claim_token: "t" }),
       unsettled: bound(sql.unsettled, { live: true, limit: 100 }),
-      byKey: bound(sql.list(["key"]), { key: "k1", limit: 100 }),
+      ...Object.fromEntries(Object.entries({
+        byKey: { key: "k1" },
+        // Ledger search (the console): each filter walks its own index, and a page of a later cursor seeks to it.
+        byTenant: { tenant: "t7" }, byTool: { tool: "create_ticket" }, byTask: { task: "task" }, byState: { state: "in_progress" },
+        byTenantAfter: { tenant: "t7", after: { createdAt: 40_000, tenant: "t7", key: "k40000" } },
+        byTaskInTime: { task: "task", createdFrom: 10_000, createdTo: 20_000 },
+      } satisfies Record<string, ListQuery>).map(([name, query]) => {
+        const list = sql.list({ ...query, limit: 50 });
+        return [name, bound(list.sql, list.values)];
+      })),
     };
     for (const [name, [text, values]] of Object.entries(plans)) {
       const plan = (await db.sql(`EXPLAIN (FORMAT JSON) ${text}`, values)).rows[0]["QUERY PLAN"][0].Plan as PlanNode;

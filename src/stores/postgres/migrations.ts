@@ -204,6 +204,16 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE ${s}.calls ADD COLUMN claim_token text NOT NULL DEFAULT '';
       UPDATE ${s}.calls SET started_at = updated_at, claim_token = md5(random()::text || clock_timestamp()::text || key);`,
   },
+  {
+    // Ledger search (ListQuery): for each filter an index in the list order, so a page costs the
+    // records on it, not the ledger (a state has calls_by_state since version 1).
+    version: 7,
+    description: "call search",
+    sql: (s) => `
+      CREATE INDEX calls_by_tenant ON ${s}.calls (tenant, created_at, key);
+      CREATE INDEX calls_by_tool ON ${s}.calls (tool, created_at, tenant, key);
+      CREATE INDEX calls_by_task ON ${s}.calls (task, created_at, tenant, key);`,
+  },
 ];
 
 /**

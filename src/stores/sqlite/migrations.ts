@@ -112,6 +112,13 @@ const SQL: readonly string[] = [
    ALTER TABLE calls ADD COLUMN started_at INTEGER NOT NULL DEFAULT 0;
    ALTER TABLE calls ADD COLUMN claim_token TEXT NOT NULL DEFAULT '';
    UPDATE calls SET started_at = updated_at, claim_token = lower(hex(randomblob(16)));`,
+  // 7: ledger search (ListQuery): for each filter an index in the list order, so a page costs the
+  // records on it, not the ledger. tenant, tool and task never change after the claim, so an
+  // update writes none of these (SQLite touches only indexes of the columns it sets); the few
+  // states worth a search of their own have the partial indexes of migration 1.
+  `CREATE INDEX calls_by_tenant ON calls (tenant, created_at, key);
+   CREATE INDEX calls_by_tool ON calls (tool, created_at, tenant, key);
+   CREATE INDEX calls_by_task ON calls (task, created_at, tenant, key);`,
 ];
 
 export interface Migration {
