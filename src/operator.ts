@@ -39,7 +39,7 @@ export type {
 } from "./contracts/sagas.js";
 export { CALL_STATES, type CallState } from "./core/states.js";
 export type {
-  CallRecord, CallStore, ChangeCursor, ChangesQuery, ClaimRequest, ClaimResult, ListQuery, RecordUpdate, TakeOverRequest,
+  CallRecord, CallStore, ChangeCursor, ChangesQuery, ClaimRequest, ClaimResult, ListCursor, ListQuery, RecordUpdate, TakeOverRequest,
 } from "./contracts/calls.js";
 export type { CheckpointRecords } from "./contracts/checkpoints.js";
 export type { Stores } from "./contracts/stores.js";

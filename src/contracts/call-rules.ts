@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { isHeld } from "../core/states.js";
-import type { Answer, CallRecord, ClaimRequest, RecordUpdate, RepeatQuery, TakeOverRequest } from "./calls.js";
+import type { Answer, CallRecord, ClaimRequest, ListCursor, ListQuery, RecordUpdate, RepeatQuery, TakeOverRequest } from "./calls.js";
 import { compareBytes } from "./change-order.js";
 
 /** Random bytes drawn 4 KiB at a time: one call into the CSPRNG per 256 claims instead of one per claim. */
@@ -114,6 +114,18 @@ export function isTakeable(record: CallRecord, now: number, holderIsDead: boolea
 }
 
 /** The order every store lists calls in: oldest first, then tenant and key byte by byte. */
-export function listOrder(a: CallRecord, b: CallRecord): number {
+export function listOrder(a: ListCursor, b: ListCursor): number {
   return a.createdAt - b.createdAt || compareBytes(a.tenant, b.tenant) || compareBytes(a.key, b.key);
+}
+
+/** Where a record stands in the list order: pass it as the next page's `after`. */
+export const listCursorOf = (record: ListCursor): ListCursor => ({ createdAt: record.createdAt, tenant: record.tenant, key: record.key });
+
+/** The list rule (contracts/calls.ts `ListQuery`): whether `record` is on a page of `query`, wherever that page starts. */
+export function matchesList(record: CallRecord, query: ListQuery): boolean {
+  return (query.tenant === undefined || record.tenant === query.tenant) && (query.state === undefined || record.state === query.state) &&
+    (query.tool === undefined || record.tool === query.tool) && (query.key === undefined || record.key === query.key) &&
+    (query.task === undefined || record.task === query.task) &&
+    (query.createdFrom === undefined || record.createdAt >= query.createdFrom) && (query.createdTo === undefined || record.createdAt <= query.createdTo) &&
+    (query.after === undefined || listOrder(record, query.after) > 0);
 }

@@ -143,12 +143,32 @@ export interface TakeOverRequest {
   readonly fence?: number;
 }
 
+/** A place in the list order (`listOrder`): the last record of the page before. */
+export interface ListCursor {
+  readonly createdAt: number;
+  readonly tenant: string;
+  readonly key: string;
+}
+
+/** What `list` filters by (every filter given must hold) and where a page starts. */
 export interface ListQuery {
   readonly tenant?: string;
   readonly state?: CallState;
   readonly tool?: string;
   /** One key, in every tenant (operators looking a call up). */
   readonly key?: string;
+  /** Only the calls of this task. */
+  readonly task?: string;
+  /** Only calls created at or after this time (epoch ms on the store's clock). */
+  readonly createdFrom?: number;
+  /** Only calls created at or before this time (epoch ms on the store's clock). */
+  readonly createdTo?: number;
+  /**
+   * Only records after this one in the list order (keyset paging: pass the last record of the
+   * previous page). Pages are places in the order, not offsets: a record added meanwhile never
+   * moves a listed one to another page, so paging on never repeats or skips a record.
+   */
+  readonly after?: ListCursor;
   /** At most this many, oldest first: by creation time, then tenant and key byte by byte (`listOrder`), in every store (default 100). */
   readonly limit?: number;
 }
@@ -214,6 +234,12 @@ export interface CallStore {
    * a late remove never deletes the record of a later claim of the same key. False when it moved on or is gone.
    */
   remove(tenant: string, key: string, version: number, claimToken: string): Promise<boolean>;
+  /**
+   * The records matching every filter of `query`, in the list order, from `after` on. In the SQL
+   * stores a page costs about the records on it, not the ledger: each filter has an index in the
+   * list order (tenant, tool, task; a state the partial or state index; a key its index). Filters
+   * given together walk one of those indexes and check the others on each record it holds.
+   */
   list(query?: ListQuery): Promise<CallRecord[]>;
   /**
    * Calls a recovery pass should look at: `uncertain`, and `in_progress` whose lease expired

@@ -24,8 +24,15 @@ export interface GovernedCall {
   readonly approvalReasons?: readonly string[];
 }
 
-/** `message` is the tool_result content of a refusal: it starts with its `EG_…` code and says what to do. */
-export type Admission = { readonly ok: true } | { readonly ok: false; readonly message: string };
+/**
+ * `message` is the tool_result content of a refusal: it starts with its `EG_…` code and says what
+ * to do. `approvalId` names the durable approval request the call was admitted under (consumed
+ * for it), waits for, or was refused under (denied, expired); the gate hands it to its observers
+ * as data, never read back out of the message.
+ */
+export type Admission =
+  | { readonly ok: true; readonly approvalId?: string }
+  | { readonly ok: false; readonly message: string; readonly approvalId?: string };
 
 export interface Governor {
   /**

@@ -43,7 +43,10 @@ export interface ObservedOutcome {
   readonly key: string | undefined;
   /** The record's state as far as this answer tells (undefined when it does not). */
   readonly state: CallState | undefined;
-  /** The approval request the call waits for or was refused under. */
+  /**
+   * The approval request the call waits for, was refused under (denied, expired), or was admitted
+   * under (consumed for it): as governance named it, never read out of the answer's text.
+   */
   readonly approvalId: string | undefined;
   /** The `EG_…` code of an error answer (a failed tool's is EG_TOOL_FAILED). */
   readonly errorType: string | undefined;
@@ -73,6 +76,8 @@ export class CallNote {
   probed = false;
   key: string | undefined;
   state: CallState | undefined;
+  /** Set by the pipeline from governance's admission (gate/governor.ts `Admission`). */
+  approvalId: string | undefined;
   readonly probes: ProbeOutcome[] = [];
 }
 
@@ -95,7 +100,5 @@ export function outcomeOf(note: CallNote, block: ToolResultBlock, durationMs: nu
     : note.replayed ? "replayed"
     : errorType !== undefined && WAITING.has(errorType) ? "waiting"
     : "refused";
-  // Approval ids are `apr_` + 24 hex digits (governance/approvals.ts); an approval answer names the one it is about.
-  const approvalId = errorType?.startsWith("EG_APPROVAL") || errorType === "EG_AWAITING_APPROVAL" ? /\bapr_[0-9a-f]{24}\b/.exec(block.content)?.[0] : undefined;
-  return { outcome, key: note.key, state: stateOf(note, outcome, errorType), approvalId, errorType, isError: block.is_error, probes: note.probes, durationMs };
+  return { outcome, key: note.key, state: stateOf(note, outcome, errorType), approvalId: note.approvalId, errorType, isError: block.is_error, probes: note.probes, durationMs };
 }

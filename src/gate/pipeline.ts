@@ -23,6 +23,7 @@ import { executeHeld, runWithTimeout } from "./execute.js";
 import { waitForHolder } from "./holder.js";
 import { resolveStale } from "./resolve.js";
 import { ownUnansweredClaim } from "./known.js";
+import type { Admission } from "./governor.js";
 import type { CallNote } from "./observe.js";
 import { flushKept } from "./record.js";
 import { repeatMethods, runUnlessRepeated } from "./repeats.js";
@@ -101,6 +102,7 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
         if (rt.governor.admitsByReadingOnly?.(governed) === true) {
           // Governing it changes nothing, so it is governed first and the claim finds a known key; a refused call the ledger knows is still answered from it.
           const admitted = await rt.governor.admit(governed);
+          noteApproval(call, admitted);
           if (!admitted.ok) {
             const known = await rt.calls.get(scope.tenant, key);
             return known ? answerExisting(rt, call, print, known) : resultBlock(block.id, admitted.message, true);
@@ -110,6 +112,7 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
           const known = await rt.calls.get(scope.tenant, key);
           if (known) return answerExisting(rt, call, print, known);
           const admitted = await rt.governor.admit(governed);
+          noteApproval(call, admitted);
           if (!admitted.ok) return resultBlock(block.id, admitted.message, true);
         }
       }
@@ -124,6 +127,11 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
     if (err instanceof EffectgateError) return resultBlock(block.id, err.message, true);
     return errorResult(block.id, "EG_LEDGER_UNAVAILABLE", `${messageOf(err)}. The tool was not started by this request; replay this same call to run it or get its outcome.`);
   }
+}
+
+/** For the gate's observers: the approval request governance admitted or refused the call under, as governance named it. */
+function noteApproval(call: Call, admitted: Admission): void {
+  if (call.note && admitted.approvalId !== undefined) call.note.approvalId = admitted.approvalId;
 }
 
 /** The ledger already knows this key: replay, wait for its holder, or resolve it. Never a second blind run. */

@@ -63,7 +63,7 @@ export interface Governance extends Governor {
 }
 
 const OK: Admission = { ok: true };
-const refuse = (message: string): Admission => ({ ok: false, message });
+const refuse = (message: string, approvalId?: string): Admission => ({ ok: false, message, ...(approvalId === undefined ? {} : { approvalId }) });
 
 export function createGovernance(options: GovernanceOptions): Governance {
   const policy = compilePolicy(options.policy, options.tools);
@@ -115,19 +115,21 @@ export function createGovernance(options: GovernanceOptions): Governance {
     }
 
     const reasons = [...policy.approvalReasons(tool, call.input), ...(call.approvalReasons ?? [])];
+    let approvalId: string | undefined;
     if (reasons.length > 0) {
       const approved = await approval(call, reasons, now);
       if (!approved.ok) return approved;
+      approvalId = approved.approvalId;
     }
 
     if (store && plan.charges.length > 0) {
       const charged = await store.consumeQuota({ tenant: scope.tenant, key: call.key, charges: plan.charges, now });
       if (!charged.ok) {
         const over = plan.charges.find((c) => c.counter === charged.counter) ?? { counter: charged.counter, limit: charged.limit, amount: charged.amount };
-        return refuse(quotaMessage(tool, plan, over, charged.used));
+        return refuse(quotaMessage(tool, plan, over, charged.used), approvalId);
       }
     }
-    return OK;
+    return approvalId === undefined ? OK : { ok: true, approvalId };
   }
 
   async function approval(call: GovernedCall, reasons: string[], now: number): Promise<Admission> {
@@ -147,18 +149,18 @@ export function createGovernance(options: GovernanceOptions): Governance {
       record = await expireIfDue(store, record, now);
       switch (record.state) {
         case "pending":
-          return refuse(say.awaitingApprovalMessage(tool, record, created));
+          return refuse(say.awaitingApprovalMessage(tool, record, created), record.id);
         case "denied":
-          return refuse(say.approvalDeniedMessage(tool, record));
+          return refuse(say.approvalDeniedMessage(tool, record), record.id);
         case "expired":
-          return refuse(say.approvalExpiredMessage(tool, record));
+          return refuse(say.approvalExpiredMessage(tool, record), record.id);
         case "consumed":
           // Consumed by this very call (same digest, so the same key) earlier: a crash or a twin
           // between consuming and claiming. The ledger lets the key run at most once.
-          return OK;
+          return { ok: true, approvalId: record.id };
         case "approved": {
           const consumed = await store.moveApproval(record.id, "approved", { to: "consumed" }, now);
-          if (consumed) return OK;
+          if (consumed) return { ok: true, approvalId: record.id };
           record = (await store.getApproval(record.id)) ?? record;
         }
       }

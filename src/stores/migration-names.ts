@@ -10,5 +10,5 @@ export const MIGRATION_NAMES = [
   "governance",
   "list order",
   "fences and send times",
-  "intent windows",
+  "call search and intent windows",
 ] as const;

@@ -213,4 +213,29 @@ describe("console API", () => {
     controller.abort();
     expect((await call(url, undefined, "GET", "/api/events")).status).toBe(401);
   });
+
+  it("live updates: a call made and completed between two looks is still announced, so a ledger search refreshes", async () => {
+    const { url, gate, fx } = await setup();
+    const controller = new AbortController();
+    const res = await fetch(new URL("/api/events", url), { headers: { Authorization: `Bearer ${TOKEN}` }, signal: controller.signal });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    const until = async (pattern: RegExp) => {
+      while (!pattern.test(text)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the stream ended before ${String(pattern)}: ${text}`);
+        text += decoder.decode(value, { stream: true });
+      }
+    };
+    await until(/event: ready\n/);
+    // Claimed, executed and completed in about a millisecond: never in flight when the server looks (every 20 ms).
+    const [sent] = await gate.runToolUses([use("toolu_quick", "send_email", { to: "quick@example.com" })], scope);
+    expect(sent?.is_error).toBe(false);
+    await until(/event: change\ndata: \{"what":\[[^\]]*"calls"/);
+    expect(fx.count("send_email")).toBe(1);
+    const found = (await call(url, TOKEN, "GET", "/api/calls?tool=send_email")).body as { calls: { key: string; state: string }[] };
+    expect(found.calls.map((c) => [c.key, c.state])).toEqual([["toolu_quick", "completed"]]);
+    controller.abort();
+  });
 });

@@ -11,6 +11,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ToolRejected } from "../../src/core/outcome.js";
+import { defineTool } from "../../src/core/tool.js";
+import { createGate } from "../../src/root/create-gate.js";
+import { SagaError } from "../../src/saga/errors.js";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { runCli } from "../cli/run-cli.js";
 import { requireBuild, startWorker, type Worker } from "../support/processes.js";
@@ -224,6 +229,71 @@ describe.skipIf(!haveChromium)(`the web console in Chromium${haveChromium ? "" :
     expect(await page.evaluate(() => (globalThis as unknown as { __sameDocument?: boolean }).__sameDocument)).toBe(true);
     await expect.poll(() => page.locator("#badge-approvals").innerText()).toBe("1");
     await worker.stop();
+  });
+
+  it("live ledger search: a call an agent in another process makes after the page is open appears in the results without a reload", async () => {
+    const { db, effects } = await newLedger();
+    const worker = await agent(db, effects);
+    await worker.call("toolu_early", "send_email", { to: "early@example.com" });
+    const { page } = await console(db);
+    await page.goto(`${page.url().replace(/#.*$/, "")}#ledger/tool=send_email`);
+    await page.locator("#calls tbody tr", { hasText: "toolu_early" }).waitFor();
+    expect(await page.locator("#calls tbody tr").count()).toBe(1);
+    await page.evaluate(() => ((globalThis as unknown as { __sameDocument: boolean }).__sameDocument = true));
+    // Made, executed and completed between two looks of the server: it was never "in flight" when the server looked.
+    expect((await worker.call("toolu_late", "send_email", { to: "late@example.com" })).result.is_error).toBe(false);
+    const late = page.locator("#calls tbody tr", { hasText: "toolu_late" });
+    await late.waitFor();
+    await expect.poll(() => late.locator(".pill.completed").count()).toBe(1);
+    expect(await page.locator("#calls tbody tr").count()).toBe(2);
+    expect(await page.evaluate(() => (globalThis as unknown as { __sameDocument?: boolean }).__sameDocument)).toBe(true);
+    await worker.stop();
+    expect(effectsIn(effects)).toEqual(["send_email toolu_early early@example.com", "send_email toolu_late late@example.com"]);
+  });
+
+  it("a saga's timeline: a declined charge undoes the order's earlier steps in reverse, each once, and the page shows every event", async () => {
+    const { db } = await newLedger();
+    const done: string[] = [];
+    const write = <T extends z.ZodRawShape>(name: string, shape: T, run: (input: z.infer<z.ZodObject<T>>) => unknown) =>
+      defineTool({ name, effect: "write", input: z.object(shape), execute: (input, ctx) => {
+        done.push(`${name} ${ctx.idempotencyKey}`);
+        return run(input);
+      } });
+    const createOrder = write("create_order", { sku: z.string(), qty: z.number() }, () => ({ order: "ord_42" }));
+    const cancelOrder = write("cancel_order", { order: z.string() }, (i) => ({ cancelled: i.order }));
+    const reserveStock = write("reserve_stock", { sku: z.string(), qty: z.number() }, () => ({ reservation: "res_7" }));
+    const releaseStock = write("release_stock", { reservation: z.string() }, (i) => ({ released: i.reservation }));
+    const chargeCard = write("charge_card", { customer: z.string(), amount: z.number() }, () => {
+      throw new ToolRejected("card declined (insufficient funds)");
+    });
+    const refundCard = write("refund_card", { charge: z.string() }, (i) => ({ refunded: i.charge }));
+    const ledger = sqliteLedger(db);
+    const gate = createGate({ tools: [createOrder, cancelOrder, reserveStock, releaseStock, chargeCard, refundCard], ledger, onAlert: () => {} });
+    const saga = gate.saga("order-42", { tenant: "acme", task: "checkout-42" });
+    await saga.step("order", createOrder, { sku: "sku-1", qty: 2 }, { compensate: { tool: cancelOrder, input: (r) => ({ order: (r as { order: string }).order }) } });
+    await saga.step("reserve", reserveStock, { sku: "sku-1", qty: 2 }, { compensate: { tool: releaseStock, input: (r) => ({ reservation: (r as { reservation: string }).reservation }) } });
+    const failed = await saga.step("charge", chargeCard, { customer: "cus_1", amount: 40 }, { compensate: { tool: refundCard, input: (r) => ({ charge: (r as { charge: string }).charge }) } })
+      .catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(SagaError);
+    expect((failed as SagaError).status.state).toBe("compensated");
+    await gate.close();
+    await ledger.close();
+    expect(done).toEqual([
+      "create_order saga:order-42:order", "reserve_stock saga:order-42:reserve", "charge_card saga:order-42:charge",
+      "release_stock saga:order-42:reserve:compensate", "cancel_order saga:order-42:order:compensate",
+    ]);
+
+    const { page } = await console(db);
+    await page.goto(`${page.url().replace(/#.*$/, "")}#saga/acme/order-42`);
+    await page.locator("#timeline li").first().waitFor();
+    const steps = await page.locator("#steps tbody tr").allInnerTexts();
+    expect(steps.map((row) => row.split("\t")).map((cells) => [cells[1], cells[4]])).toEqual([["order", "compensated"], ["reserve", "compensated"], ["charge", "failed"]]);
+    const timeline = (await page.locator("#timeline li").allInnerTexts()).join("\n");
+    expect(timeline).toMatch(/step_failed · charge[\s\S]*card declined/);
+    // Undone newest first: the reservation, then the order.
+    expect(timeline).toMatch(/step_compensated · reserve[\s\S]*step_compensated · order/);
+    expect(await page.locator("h2 .pill.compensated").count()).toBe(1);
+    await shot(page, "saga");
   });
 
   it("the other pages: ledger search and a call, sagas, kill switch and breakers, blast radius", async () => {

@@ -11,6 +11,7 @@ import { MIGRATIONS, SCHEMA_VERSION } from "../../src/stores/postgres/migrations
 import { postgresDialect } from "../../src/stores/postgres/statements.js";
 import { callStatements, updateValues } from "../../src/stores/sql/call-statements.js";
 import { positional, type CompiledSql } from "../../src/stores/sql/dialect.js";
+import type { ListQuery } from "../../src/contracts/calls.js";
 import { chargeTool, counter, toolUse } from "../support/tools.js";
 import { TEST_PG_URL_VARIABLE, usePostgres } from "../support/pg.js";
 import { claimRequest } from "../../src/testing/contract-suites/calls.js";
@@ -371,7 +372,18 @@ describe("postgres ledger: cost per call does not grow with the ledger", () => {
       renew: bound(sql.renew, { tenant: "t1", key: "k1", version: 2, owner: "w", lease_ms: 1000 }),
       remove: bound(sql.remove, { tenant: "t1", key: "k1", version: 2, claim_token: "t" }),
       unsettled: bound(sql.unsettled, { live: true, limit: 100 }),
-      byKey: bound(sql.list(["key"]), { key: "k1", limit: 100 }),
+      // Intent windows: a task's calls (calls_by_task), on every write of a tool with a repeats policy.
+      findRepeat: bound(sql.findRepeat, { tenant: "t7", task: "task", fingerprint: "fp", key: "k1", window_ms: 60_000 }),
+      ...Object.fromEntries(Object.entries({
+        byKey: { key: "k1" },
+        // Ledger search (the console): every filter walks an index (calls_by_task, calls_by_created, the primary key), never the table.
+        byTenant: { tenant: "t7" }, byTool: { tool: "create_ticket" }, byTask: { task: "task" }, byState: { state: "in_progress" },
+        byTenantAfter: { tenant: "t7", after: { createdAt: 40_000, tenant: "t7", key: "k40000" } },
+        byTaskInTime: { task: "task", createdFrom: 10_000, createdTo: 20_000 },
+      } satisfies Record<string, ListQuery>).map(([name, query]) => {
+        const list = sql.list({ ...query, limit: 50 });
+        return [name, bound(list.sql, list.values)];
+      })),
     };
     for (const [name, [text, values]] of Object.entries(plans)) {
       const plan = (await db.sql(`EXPLAIN (FORMAT JSON) ${text}`, values)).rows[0]["QUERY PLAN"][0].Plan as PlanNode;

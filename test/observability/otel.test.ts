@@ -8,11 +8,12 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { z } from "zod";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { EffectgateError } from "../../src/core/errors.js";
 import { defineTool } from "../../src/core/tool.js";
 import { keyDigest, otelObserver } from "../../src/otel.js";
 import { createGate } from "../../src/root/create-gate.js";
 import { memoryLedger } from "../../src/stores/memory/index.js";
-import { use } from "../governance/support.js";
+import { deleteAccountTool, effects, use } from "../governance/support.js";
 import { runScenario, scope, SECRET } from "./scenario.js";
 
 const exporter = new InMemorySpanExporter();
@@ -92,5 +93,40 @@ describe("effectgate/otel", () => {
     expect(second.parentSpanContext?.spanId).toBe(turnId);
     expect(downstreamParent).toBe(second.spanContext().spanId);
     expect(trace.getActiveSpan()).toBeUndefined();
+  });
+
+  it("the approval id is what governance filed, decided and consumed, not a string found in the answer", async () => {
+    const ledger = memoryLedger();
+    const fx = effects();
+    // A tool that relays another system's refusal verbatim: its failure reads like an approval answer and names an id.
+    const relay = defineTool({
+      name: "relay_request", effect: "write", input: z.object({}),
+      async execute() {
+        fx.log.push("relay_request:-");
+        throw new EffectgateError("EG_APPROVAL_DENIED", "the upstream agent's call was denied (approval apr_0123456789abcdef01234567)");
+      },
+    });
+    const gate = createGate({ tools: [deleteAccountTool(fx), relay], ledger, observers: [otelObserver({ tracer })], onAlert: () => {} });
+    const [asked] = await gate.runToolUses([use("toolu_del", "delete_account", { account: "acc_1" })], scope);
+    const filed = (await ledger.governance!.listApprovals({ state: "pending" }))[0]!;
+    expect(asked!.content).toMatch(/^EG_AWAITING_APPROVAL/);
+    await ledger.governance!.moveApproval(filed.id, "pending", { to: "approved", by: "alice" }, Date.now());
+    const [ran] = await gate.runToolUses([use("toolu_del", "delete_account", { account: "acc_1" })], scope);
+    const [relayed] = await gate.runToolUses([use("toolu_relay", "relay_request", {})], scope);
+    await gate.close();
+
+    const spans = exporter.getFinishedSpans();
+    const [waiting, executed] = byCallId(spans, "toolu_del");
+    expect(waiting!.attributes).toMatchObject({ "effectgate.outcome": "waiting", "effectgate.approval_id": filed.id });
+    // It ran under the approval it consumed; its answer is the tool's result, which names no approval.
+    expect(ran).toMatchObject({ is_error: false, content: '{"deleted":"acc_1"}' });
+    expect(executed!.attributes).toMatchObject({ "effectgate.outcome": "executed", "effectgate.state": "completed", "effectgate.approval_id": filed.id });
+    expect((await ledger.governance!.getApproval(filed.id))?.state).toBe("consumed");
+    // The relayed refusal starts with an approval code and names an apr_ id, but no approval of this gate was involved.
+    expect(relayed!.content).toMatch(/^EG_APPROVAL_DENIED: .*apr_0123456789abcdef01234567/);
+    const relaySpan = byCallId(spans, "toolu_relay")[0]!;
+    expect(relaySpan.attributes).toMatchObject({ "effectgate.outcome": "executed", "error.type": "EG_APPROVAL_DENIED" });
+    expect(relaySpan.attributes["effectgate.approval_id"]).toBeUndefined();
+    expect(fx.log).toEqual(["delete_account:toolu_del", "relay_request:-"]);
   });
 });

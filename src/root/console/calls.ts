@@ -1,19 +1,20 @@
 /**
- * Ledger search for operators: calls filtered by state, tool, tenant, task and time, in pages,
- * and one call with everything recorded about it. The call store lists by tenant, state and tool
- * (oldest first); task and time are filtered here over at most SCAN_LIMIT records, and the answer
- * says when that limit cut the search short rather than pretend it saw everything.
+ * Ledger search for operators: calls filtered by state, tool, tenant, task, key and creation
+ * time, in pages, and one call with everything recorded about it. The filtering and paging are
+ * the store's own query (CallStore.list, keyset-paged in the list order), so a page costs the
+ * records on it, however large the ledger. The cursor handed out is opaque to clients: the
+ * place of the page's last record in the list order.
  */
 import type { CallState } from "../../core/states.js";
-import type { CallRecord } from "../../contracts/calls.js";
+import type { CallRecord, ListCursor } from "../../contracts/calls.js";
 import type { ApprovalRecord } from "../../contracts/governance.js";
 import type { SagaRecord } from "../../contracts/sagas.js";
 import type { Stores } from "../../contracts/stores.js";
-import { listOrder } from "../../contracts/call-rules.js";
+import { listCursorOf } from "../../contracts/call-rules.js";
 import { showQueueItem, type QueueDetail } from "../../reconcile/queue.js";
 import { badRequest } from "./api-error.js";
 
-/** How many records one search reads from the store at most. */
+/** How many records the blast-radius count reads per state, and the approvals a call's detail looks through. */
 export const SCAN_LIMIT = 20_000;
 
 export interface CallSearch {
@@ -26,7 +27,7 @@ export interface CallSearch {
   readonly since?: number;
   /** Created at or before (epoch ms). */
   readonly until?: number;
-  /** Page size (default 50, at most 500). */
+  /** Page size (default 50). */
   readonly limit?: number;
   /** The `next` of the previous page. */
   readonly cursor?: string;
@@ -36,50 +37,42 @@ export interface CallPage {
   readonly calls: readonly CallRecord[];
   /** Pass as `cursor` for the next page; null on the last one. */
   readonly next: string | null;
-  /** True when the store held more than SCAN_LIMIT candidates: narrow the search to see the rest. */
-  readonly truncated: boolean;
 }
 
-type Cursor = readonly [number, string, string];
-
-function encodeCursor(r: CallRecord): string {
-  return Buffer.from(JSON.stringify([r.createdAt, r.tenant, r.key])).toString("base64url");
+export function encodeCursor(at: ListCursor): string {
+  return Buffer.from(JSON.stringify([at.createdAt, at.tenant, at.key])).toString("base64url");
 }
 
-function decodeCursor(text: string): Cursor {
+export function decodeCursor(text: string): ListCursor {
   try {
     const value: unknown = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
-    if (Array.isArray(value) && value.length === 3 && typeof value[0] === "number" && typeof value[1] === "string" && typeof value[2] === "string") {
-      return [value[0], value[1], value[2]];
+    if (Array.isArray(value) && value.length === 3 && Number.isSafeInteger(value[0]) && typeof value[1] === "string" && typeof value[2] === "string") {
+      return { createdAt: value[0] as number, tenant: value[1], key: value[2] };
     }
   } catch {
     // fall through
   }
-  throw badRequest("cursor is not one this API gave out: pass the `next` of the previous page");
+  throw badRequest("cursor is not one this API gave out: pass the `next` of the previous page unchanged");
 }
 
-const afterCursor = (r: CallRecord, [at, tenant, key]: Cursor) =>
-  listOrder(r, { createdAt: at, tenant, key } as CallRecord) > 0;
-
 export async function searchCalls(ledger: Stores, search: CallSearch): Promise<CallPage> {
-  const limit = Math.min(search.limit ?? 50, 500);
-  const cursor = search.cursor === undefined ? undefined : decodeCursor(search.cursor);
+  const limit = search.limit ?? 50;
+  const after = search.cursor === undefined ? undefined : decodeCursor(search.cursor);
+  // One more than the page: whether there is a next page, without a second query.
   const listed = await ledger.calls.list({
     ...(search.tenant === undefined ? {} : { tenant: search.tenant }),
     ...(search.state === undefined ? {} : { state: search.state }),
     ...(search.tool === undefined ? {} : { tool: search.tool }),
+    ...(search.task === undefined ? {} : { task: search.task }),
     ...(search.key === undefined ? {} : { key: search.key }),
-    limit: SCAN_LIMIT + 1,
+    ...(search.since === undefined ? {} : { createdFrom: search.since }),
+    ...(search.until === undefined ? {} : { createdTo: search.until }),
+    ...(after === undefined ? {} : { after }),
+    limit: limit + 1,
   });
-  const truncated = listed.length > SCAN_LIMIT;
-  const matching = listed.slice(0, SCAN_LIMIT).filter((r) =>
-    (search.task === undefined || r.task === search.task) &&
-    (search.since === undefined || r.createdAt >= search.since) &&
-    (search.until === undefined || r.createdAt <= search.until) &&
-    (cursor === undefined || afterCursor(r, cursor)));
-  const page = matching.slice(0, limit);
+  const page = listed.slice(0, limit);
   const last = page[page.length - 1];
-  return { calls: page, next: matching.length > limit && last ? encodeCursor(last) : null, truncated };
+  return { calls: page, next: listed.length > limit && last ? encodeCursor(listCursorOf(last)) : null };
 }
 
 export interface CallDetail {

@@ -9,6 +9,19 @@ export function text(query: Query, name: string): string | undefined {
   return value === null || value === "" ? undefined : value;
 }
 
+/** The longest filter value the API takes: far above any tenant, tool, task or key the gate records. */
+export const MAX_FILTER_LENGTH = 4096;
+
+/** A filter matched against what the ledger records (a tenant, tool, task or key): text without NUL, of a sane length. */
+export function filterText(query: Query, name: string): string | undefined {
+  const value = text(query, name);
+  if (value === undefined) return undefined;
+  if (value.length > MAX_FILTER_LENGTH) throw badRequest(`${name} is ${value.length} characters long; a filter is at most ${MAX_FILTER_LENGTH}`);
+  const nul = value.indexOf("\u0000");
+  if (nul >= 0) throw badRequest(`${name} contains the NUL character (U+0000) at index ${nul}: no ${name} the ledger keeps can contain it; remove it`);
+  return value;
+}
+
 export function choice<T extends string>(query: Query, name: string, allowed: readonly T[]): T | undefined {
   const value = text(query, name);
   if (value === undefined) return undefined;
@@ -31,7 +44,7 @@ export function time(query: Query, name: string): number | undefined {
   const value = text(query, name);
   if (value === undefined) return undefined;
   const n = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-  if (!Number.isFinite(n)) throw badRequest(`${name} must be epoch milliseconds or an ISO-8601 time, e.g. 2026-12-01T12:00:00Z; got ${JSON.stringify(value)}`);
+  if (!Number.isSafeInteger(n)) throw badRequest(`${name} must be epoch milliseconds or an ISO-8601 time, e.g. 2026-12-01T12:00:00Z; got ${JSON.stringify(value)}`);
   return n;
 }
 

@@ -16,7 +16,7 @@ import { listQueue, resolveQueueItem, showQueueItem, type QueueMove } from "../.
 import { requestSagaCompensation, resolveSaga } from "../../saga/operator.js";
 import { ApiError, badRequest, conflict, notFound } from "./api-error.js";
 import { callDetail, SCAN_LIMIT, searchCalls } from "./calls.js";
-import { callState, choice, count, fields, flag, optionalString, requiredString, text, time, type Query } from "./params.js";
+import { callState, choice, count, fields, filterText, flag, optionalString, requiredString, text, time, type Query } from "./params.js";
 
 export interface RouteContext {
   readonly ledger: Stores;
@@ -41,7 +41,7 @@ const post = (path: string, handle: Route["handle"]): Route => ({ method: "POST"
 const param = (ctx: RouteContext, name: string) => ctx.params[name] ?? "";
 
 function tenantOf(query: Query): { tenant?: string } {
-  const tenant = text(query, "tenant");
+  const tenant = filterText(query, "tenant");
   return tenant === undefined ? {} : { tenant };
 }
 
@@ -107,7 +107,7 @@ export const ROUTES: readonly Route[] = [
     const since = time(query, "since");
     const until = time(query, "until");
     const state = callState(query);
-    const optional = { tool: text(query, "tool"), task: text(query, "task"), key: text(query, "key"), cursor: text(query, "cursor") };
+    const optional = { tool: filterText(query, "tool"), task: filterText(query, "task"), key: filterText(query, "key"), cursor: text(query, "cursor") };
     return searchCalls(ledger, {
       ...tenantOf(query), ...(state === undefined ? {} : { state }), ...(since === undefined ? {} : { since }), ...(until === undefined ? {} : { until }),
       ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
@@ -185,7 +185,7 @@ export const ROUTES: readonly Route[] = [
     if (!ledger.reconcile) return { findings: [] };
     const status = choice<FindingStatus>(query, "status", ["open", "resolved"]) ?? "open";
     const kind = choice(query, "kind", FINDING_KINDS);
-    const tool = text(query, "tool");
+    const tool = filterText(query, "tool");
     return {
       findings: await ledger.reconcile.listFindings({
         ...tenantOf(query), status, ...(kind === undefined ? {} : { kind }), ...(tool === undefined ? {} : { tool }), limit: count(query, "limit", 100),

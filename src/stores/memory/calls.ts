@@ -5,7 +5,7 @@
  */
 import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
 import { assertTransition, isHeld } from "../../core/states.js";
-import { answeredRecord, applyUpdate, isRepeatOf, isTakeable, listOrder, newClaimToken, newRecord, takeOverRecord } from "../../contracts/call-rules.js";
+import { answeredRecord, applyUpdate, isRepeatOf, isTakeable, listOrder, matchesList, newClaimToken, newRecord, takeOverRecord } from "../../contracts/call-rules.js";
 import { changeOrder, isAfter } from "../../contracts/change-order.js";
 import { recordId } from "./ids.js";
 import type { Json } from "../../core/json.js";
@@ -108,9 +108,7 @@ export function memoryCallStore(clock: () => number, halted?: (tenant: string, a
       return calls.delete(id(tenant, key));
     },
     async list(query: ListQuery = {}) {
-      const matching = [...calls.values()].filter((record) =>
-        (query.tenant === undefined || record.tenant === query.tenant) && (query.state === undefined || record.state === query.state) &&
-        (query.tool === undefined || record.tool === query.tool) && (query.key === undefined || record.key === query.key));
+      const matching = [...calls.values()].filter((record) => matchesList(record, query));
       return matching.sort(listOrder).slice(0, query.limit ?? 100).map(copy);
     },
     async listUnsettled(options = {}) {

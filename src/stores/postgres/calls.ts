@@ -12,7 +12,7 @@ import { assertTransition, isCallState } from "../../core/states.js";
 import { newClaimToken } from "../../contracts/call-rules.js";
 import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
 import type { CheckpointRecords } from "../../contracts/checkpoints.js";
-import { callStatements, LIST_FILTERS, updateValues } from "../sql/call-statements.js";
+import { callStatements, updateValues } from "../sql/call-statements.js";
 import { positional, type CompiledSql } from "../sql/dialect.js";
 import { MAY_BE_UNRECORDED, NOTHING_RAN, TRY_AGAIN, type Op, type PostgresAccess } from "./access.js";
 import { decodeCall, decodeMillis, RAW_TYPES, type RawRow } from "./rows.js";
@@ -157,12 +157,9 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
       access.run(OPS.remove, async () => (await count(sql.remove, { tenant, key, version, claim_token: claimToken })) === 1),
     list: (q: ListQuery = {}) =>
       access.run(OPS.list, async () => {
-        const given = LIST_FILTERS.filter((f) => q[f] !== undefined);
-        const values: Record<string, unknown> = { limit: q.limit ?? 100 };
-        for (const f of given) values[f] = q[f];
+        const list = sql.list(q);
         // Planned afresh with its values each time (operators' filters vary): not prepared.
-        const compiled = sql.list(given);
-        return (await access.query(compiled.text, positional(compiled, values))).rows.map((row) => decodeCall(row, table));
+        return (await access.query(list.sql.text, positional(list.sql, list.values))).rows.map((row) => decodeCall(row, table));
       }),
     listUnsettled: (opts = {}) =>
       access.run(OPS.unsettled, async () => {

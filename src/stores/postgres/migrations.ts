@@ -205,10 +205,11 @@ export const MIGRATIONS: readonly Migration[] = [
       UPDATE ${s}.calls SET started_at = updated_at, claim_token = md5(random()::text || clock_timestamp()::text || key);`,
   },
   {
-    // Intent windows (ToolSpec.repeats): the calls of one task with one input, found without a scan.
+    // Ledger search by task (ListQuery) and intent windows (ToolSpec.repeats): a task's calls in the
+    // list order. One index, not one per filter: each is one more B-tree page written per claim.
     version: 7,
-    description: "intent windows",
-    sql: (s) => `CREATE INDEX calls_by_intent ON ${s}.calls (tenant, task, fingerprint);`,
+    description: "call search and intent windows",
+    sql: (s) => `CREATE INDEX calls_by_task ON ${s}.calls (tenant, task, created_at, key);`,
   },
 ];
 

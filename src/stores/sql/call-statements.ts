@@ -7,6 +7,7 @@
  */
 import { allowedFrom, CALL_STATES, HELD_STATES, type CallState } from "../../core/states.js";
 import { REPEATED_UNSETTLED } from "../../contracts/call-rules.js";
+import type { ListQuery } from "../../contracts/calls.js";
 import { compile, type CompiledSql, type Dialect } from "./dialect.js";
 
 /** The columns every statement returns, named rather than `*` (a cached plan survives a column added by a later migration). */
@@ -25,13 +26,51 @@ const LEASE_RAN_OUT = `(owner IS NULL OR lease_expires_at IS NULL OR lease_expir
 /** The last moment the holder being replaced could have sent a request (contracts/call-rules.ts `takeOverRecord`). */
 const LAST_POSSIBLE_SEND = `(CASE WHEN owner IS NULL THEN started_at WHEN lease_expires_at IS NULL OR lease_expires_at > {now} THEN {now} ELSE lease_expires_at END)`;
 
-/** The repeat rule (contracts/call-rules.ts `isRepeatOf`) for the row `r`; walks calls_by_intent. */
+/** The repeat rule (contracts/call-rules.ts `isRepeatOf`) for the row `r`; walks calls_by_task (a task holds few calls). */
 const REPEATS = `r.tenant = :tenant:text AND r.task = :task:text AND r.fingerprint = :fingerprint:text AND r.key <> :key:text
   AND (r.state IN ${inList(REPEATED_UNSETTLED)} OR (r.state = 'completed' AND r.updated_at >= {now} - :window_ms:bigint))`;
 
-/** The optional filters of `list`, in this order; a statement is compiled per combination given. */
-export const LIST_FILTERS = ["tenant", "state", "tool", "key"] as const;
-export type ListFilter = (typeof LIST_FILTERS)[number];
+/**
+ * The optional parts of `list`'s WHERE, in this order (a statement is compiled per combination
+ * given), each the SQL form of one clause of contracts/call-rules.ts `matchesList`. A task with
+ * its tenant has an index in the list order (migration 7: calls_by_task), a few-record state has
+ * SQLite's partial indexes (below) or PostgreSQL's calls_by_state; the other filters walk
+ * calls_by_created in the list order and check each record: a page of a common value costs about
+ * a page, a rare tenant or tool a scan. Not one index per filter: each is one more B-tree page
+ * written by every claim (docs/BENCHMARKS.md, "Ledger search indexes").
+ */
+const LIST_CONDITIONS = {
+  tenant: "tenant = :tenant:text",
+  state: "state = :state:text",
+  tool: "tool = :tool:text",
+  key: "key = :key:text",
+  task: "task = :task:text",
+  createdFrom: "created_at >= :created_from:bigint",
+  createdTo: "created_at <= :created_to:bigint",
+  // The first bound lets an index on (filter, created_at, …) seek to the cursor; the row value is the exact rule.
+  after: "created_at >= :after_at:bigint AND (created_at, tenant, key) > (:after_at:bigint, :after_tenant:text, :after_key:text)",
+} as const satisfies Record<keyof Omit<ListQuery, "limit">, string>;
+type ListFilter = keyof typeof LIST_CONDITIONS;
+const LIST_FILTERS = Object.keys(LIST_CONDITIONS) as ListFilter[];
+
+/**
+ * The few-record states SQLite keeps partial indexes of (migration 1: calls_unsettled,
+ * calls_attention), each with its index's condition. SQLite walks a partial index only for a
+ * query whose WHERE contains the index's condition word for word, so a list by one of these
+ * states repeats it: the list then costs the unsettled or attention-needing calls, not the
+ * ledger, and no index of every call's state is kept up on every write. (PostgreSQL reads the
+ * repeat as the no-op it is, and has calls_by_state.)
+ */
+const PARTIAL_STATE_INDEXES: readonly { readonly states: readonly CallState[]; readonly condition: string }[] = [
+  { states: HELD_STATES, condition: `state IN ${HELD}` },
+  { states: ["needs_human", "compensation_failed"], condition: `state IN ('needs_human', 'compensation_failed')` },
+];
+
+/** A `list` statement and its named values, for one query. */
+export interface ListStatement {
+  readonly sql: CompiledSql;
+  readonly values: Readonly<Record<string, unknown>>;
+}
 
 export interface CallStatements {
   readonly claim: CompiledSql;
@@ -51,7 +90,7 @@ export interface CallStatements {
   readonly remove: CompiledSql;
   readonly unsettled: CompiledSql;
   readonly changes: CompiledSql;
-  list(filters: readonly ListFilter[]): CompiledSql;
+  list(query: ListQuery): ListStatement;
   readonly putCheckpoint: CompiledSql;
   readonly getCheckpoint: CompiledSql;
 }
@@ -133,16 +172,24 @@ export function callStatements(dialect: Dialect): CallStatements {
          AND updated_at <= :until:bigint
        ORDER BY updated_at, tenant, key LIMIT :limit:integer`),
     // The list order (contracts/call-rules.ts `listOrder`): oldest first, ties by tenant and key.
-    list(filters) {
-      const id = filters.join(",");
+    list(query) {
+      const filters = LIST_FILTERS.filter((f) => query[f] !== undefined);
+      const partial = query.state === undefined ? undefined : PARTIAL_STATE_INDEXES.find((p) => p.states.includes(query.state as CallState));
+      const id = `${filters.join(",")}|${partial?.condition ?? ""}`;
       let compiled = lists.get(id);
       if (!compiled) {
-        const where = filters.map((f) => `${f} = :${f}:text`);
+        const where = [...filters.map((f) => LIST_CONDITIONS[f]), ...(partial ? [partial.condition] : [])];
         compiled = sql(`SELECT ${COLS} FROM {calls} ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
           ORDER BY created_at, tenant, key LIMIT :limit:integer`);
         lists.set(id, compiled);
       }
-      return compiled;
+      const values = Object.fromEntries(Object.entries({
+        limit: query.limit ?? 100,
+        tenant: query.tenant, state: query.state, tool: query.tool, key: query.key, task: query.task,
+        created_from: query.createdFrom, created_to: query.createdTo,
+        after_at: query.after?.createdAt, after_tenant: query.after?.tenant, after_key: query.after?.key,
+      }).filter(([, value]) => value !== undefined));
+      return { sql: compiled, values };
     },
     putCheckpoint: sql(`INSERT INTO {checkpoints} (tenant, id, data, updated_at) SELECT :tenant:text, :id:text, :data:text, {now} {from_clock} WHERE true
        ON CONFLICT (tenant, id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`),

@@ -16,7 +16,7 @@ import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, 
 import type { CheckpointRecords } from "../../contracts/checkpoints.js";
 import { newClaimToken } from "../../contracts/call-rules.js";
 import { RowDamage } from "../row-damage.js";
-import { callStatements, LIST_FILTERS, updateValues } from "../sql/call-statements.js";
+import { callStatements, updateValues } from "../sql/call-statements.js";
 import { sqliteValues, type CompiledSql, type Dialect } from "../sql/dialect.js";
 import { preparedOnce, type Db, type SqliteAccess } from "./access.js";
 
@@ -173,10 +173,8 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
       access.batched("remove a record", (db) => statements(db)(SQL.remove).run({ tenant, key, version, claim_token: claimToken }).changes === 1),
     list: (query: ListQuery = {}) =>
       access.run("list calls", (db) => {
-        const given = LIST_FILTERS.filter((f) => query[f] !== undefined);
-        const values: Record<string, unknown> = { limit: query.limit ?? 100 };
-        for (const f of given) values[f] = query[f];
-        return rows(db, SQL.list(given), values).map(decode);
+        const list = SQL.list(query);
+        return rows(db, list.sql, list.values).map(decode);
       }),
     listUnsettled: (options = {}) =>
       access.run("list unsettled calls", (db) =>

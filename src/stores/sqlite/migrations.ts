@@ -112,8 +112,10 @@ const SQL: readonly string[] = [
    ALTER TABLE calls ADD COLUMN started_at INTEGER NOT NULL DEFAULT 0;
    ALTER TABLE calls ADD COLUMN claim_token TEXT NOT NULL DEFAULT '';
    UPDATE calls SET started_at = updated_at, claim_token = lower(hex(randomblob(16)));`,
-  // 7: intent windows (ToolSpec.repeats): the calls of one task with one input, found without a scan.
-  `CREATE INDEX calls_by_intent ON calls (tenant, task, fingerprint);`,
+  // 7: ledger search by task (ListQuery) and intent windows (ToolSpec.repeats): a task's calls in
+  // the list order. One index, not one per filter: each is one more B-tree page written per claim
+  // (bench/index-cost.mjs); tenant and tool searches walk calls_by_created or sort.
+  `CREATE INDEX calls_by_task ON calls (tenant, task, created_at, key);`,
 ];
 
 export interface Migration {

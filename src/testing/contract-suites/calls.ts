@@ -3,8 +3,8 @@
  * tests, through its ledger's `calls` and `checkpoints`. A store that cannot support a case skips
  * it by name with a reason (`contractSuite`'s `skip`), never silently.
  */
-import type { ClaimRequest } from "../../contracts/calls.js";
-import { listOrder } from "../../contracts/call-rules.js";
+import type { CallRecord, ClaimRequest, ListCursor, ListQuery } from "../../contracts/calls.js";
+import { listCursorOf, listOrder } from "../../contracts/call-rules.js";
 import type { Stores } from "../../contracts/stores.js";
 import type { ContractSuiteDefinition } from "./suite.js";
 
@@ -256,6 +256,91 @@ export const callsSuite: ContractSuiteDefinition = {
       await Promise.all(["é", "f", "E", "e"].map((key) => ledger.calls.claim(claimRequest({ key, tenant: key === "f" ? "acme" : "beta" }))));
       const all = await ledger.calls.list({});
       expect(all.map((r) => `${r.tenant}/${r.key}`)).toEqual([...all].sort(listOrder).map((r) => `${r.tenant}/${r.key}`));
+    });
+
+    test("list filters by task and by creation time, both bounds inclusive, together with the other filters", async () => {
+      const pause = () => new Promise((resolve) => setTimeout(resolve, 3));
+      const made: CallRecord[] = [];
+      for (let i = 0; i < 3; i++) {
+        made.push((await ledger.calls.claim(claimRequest({ key: `k${i}`, task: i === 1 ? "task-2" : "task-1" }))).record);
+        await pause();
+      }
+      await ledger.calls.claim(claimRequest({ key: "k-globex", tenant: "globex", task: "task-2" }));
+      const [k0, k1, k2] = made.map((r) => r.createdAt) as [number, number, number];
+      expect(k0 < k1 && k1 < k2).toBe(true);
+      const keys = async (query: ListQuery) => (await ledger.calls.list(query)).map((r) => r.key);
+      expect(await keys({ task: "task-1" })).toEqual(["k0", "k2"]);
+      expect(await keys({ task: "task-2" })).toEqual(["k1", "k-globex"]);
+      expect(await keys({ task: "task-2", tenant: "acme" })).toEqual(["k1"]);
+      expect(await keys({ tenant: "acme", createdFrom: k1 })).toEqual(["k1", "k2"]);
+      expect(await keys({ tenant: "acme", createdTo: k1 })).toEqual(["k0", "k1"]);
+      expect(await keys({ tenant: "acme", createdFrom: k1, createdTo: k1 })).toEqual(["k1"]);
+      expect(await keys({ createdFrom: k2 + 60_000 })).toEqual([]);
+      expect(await keys({ task: "task-1", createdFrom: k1, tool: "create_ticket", state: "in_progress" })).toEqual(["k2"]);
+      expect(await keys({ task: "task-1", tool: "send_email" })).toEqual([]);
+    });
+
+    test("keyset paging: pages `after` the last record of the one before walk every match once, in the list order", async () => {
+      // More records than a page, some made in one burst (one millisecond, or a few): ties fall to tenant and key, byte by byte.
+      for (let i = 0; i < 9; i++) await ledger.calls.claim(claimRequest({ key: `k${i}`, tool: i % 3 === 0 ? "send_email" : "create_ticket" }));
+      await Promise.all(["é", "f", "E", "e", "k9"].map((key, i) => ledger.calls.claim(claimRequest({ key, tenant: i % 2 ? "acme" : "beta", tool: "send_email" }))));
+      const walk = async (query: ListQuery, pageSize: number) => {
+        const seen: string[] = [];
+        let after: ListCursor | undefined;
+        for (let pages = 0; pages < 100; pages++) {
+          const page = await ledger.calls.list({ ...query, ...(after ? { after } : {}), limit: pageSize });
+          expect(page.length).toBeLessThanOrEqual(pageSize);
+          seen.push(...page.map((r) => `${r.tenant}/${r.key}`));
+          const last = page[page.length - 1];
+          if (page.length < pageSize || !last) return seen;
+          after = listCursorOf(last);
+        }
+        throw new Error("paging never ended");
+      };
+      const whole = async (query: ListQuery) => (await ledger.calls.list({ ...query, limit: 1000 })).map((r) => `${r.tenant}/${r.key}`);
+      const all = await whole({});
+      expect(all).toHaveLength(14);
+      expect(all).toEqual([...(await ledger.calls.list({ limit: 1000 }))].sort(listOrder).map((r) => `${r.tenant}/${r.key}`));
+      for (const size of [1, 2, 4, 13, 14, 15]) expect(await walk({}, size), `pages of ${size}`).toEqual(all);
+      expect(await walk({ tool: "send_email" }, 2)).toEqual(await whole({ tool: "send_email" }));
+      expect(await walk({ tenant: "beta" }, 1)).toEqual(all.filter((id) => id.startsWith("beta/")));
+      expect(await walk({ tenant: "beta" }, 1)).toHaveLength(3);
+      // A cursor is a place in the order, not a record: one at a record's time with an empty tenant lists that record too.
+      const third = (await ledger.calls.list({ limit: 3 }))[2]!;
+      expect((await ledger.calls.list({ after: { createdAt: third.createdAt, tenant: "", key: "" }, limit: 1 }))[0]?.createdAt).toBe(third.createdAt);
+      expect(await ledger.calls.list({ after: { createdAt: Number.MAX_SAFE_INTEGER, tenant: "", key: "" } })).toEqual([]);
+    });
+
+    test("a page is stable while records arrive: paging on repeats none and misses none of the records there before", async () => {
+      for (let i = 0; i < 5; i++) await ledger.calls.claim(claimRequest({ key: `old${i}` }));
+      const first = await ledger.calls.list({ tenant: "acme", limit: 2 });
+      // Made later (keys that sort first, in case an order by key slipped in): they come after every page listed before them.
+      await new Promise((resolve) => setTimeout(resolve, 3));
+      for (let i = 0; i < 3; i++) await ledger.calls.claim(claimRequest({ key: `a-new${i}` }));
+      // Records changing meanwhile keep their place: the order is by creation.
+      await ledger.calls.update("acme", "old0", 1, { state: "completed", result: 0, owner: null });
+      await ledger.calls.update("acme", "old3", 1, { state: "completed", result: 3, owner: null });
+      const rest = await ledger.calls.list({ tenant: "acme", after: listCursorOf(first[first.length - 1]!), limit: 1000 });
+      const keys = [...first, ...rest].map((r) => r.key);
+      expect(new Set(keys).size).toBe(keys.length);
+      expect(keys).toEqual(["old0", "old1", "old2", "old3", "old4", "a-new0", "a-new1", "a-new2"]);
+      // The first page read again is the same page: the new records came after it.
+      expect((await ledger.calls.list({ tenant: "acme", limit: 2 })).map((r) => r.key)).toEqual(["old0", "old1"]);
+    });
+
+    test("filter values are data: \"__proto__\", SQL and LIKE syntax, and very long strings match only themselves", async () => {
+      await ledger.calls.claim(claimRequest({ tenant: "__proto__", key: "constructor", task: "__proto__" }));
+      await ledger.calls.claim(claimRequest({ key: "k%_", tool: "x' OR '1'='1" }));
+      const keys = async (query: ListQuery) => (await ledger.calls.list(query)).map((r) => `${r.tenant}/${r.key}`);
+      expect(await keys({ tenant: "__proto__" })).toEqual(["__proto__/constructor"]);
+      expect(await keys({ task: "__proto__" })).toEqual(["__proto__/constructor"]);
+      expect(await keys({ key: "constructor" })).toEqual(["__proto__/constructor"]);
+      expect(await keys({ tool: "x' OR '1'='1" })).toEqual(["acme/k%_"]);
+      expect(await keys({ tool: "' OR '1'='1' --" })).toEqual([]);
+      expect(await keys({ key: "k%" })).toEqual([]);
+      expect(await keys({ key: "%" })).toEqual([]);
+      expect(await keys({ tenant: "x".repeat(100_000) })).toEqual([]);
+      expect(await keys({ after: { createdAt: 0, tenant: "__proto__", key: "y".repeat(100_000) }, tenant: "__proto__" })).toEqual(["__proto__/constructor"]);
     });
 
     test("records returned are copies: changing one does not change the store", async () => {

@@ -183,7 +183,6 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
       });
       var next = d.next ? h("button", { class: "plain", onclick: function () { params.set("cursor", d.next); location.hash = "#ledger/" + params.toString(); } }, "Next page") : null;
       return [h("h2", null, "Ledger search"), form,
-        d.truncated ? note("The search read its limit of records: narrow it (tenant, state, tool) to see the rest.") : null,
         rows.length ? h("table", { id: "calls" }, h("thead", null, row(["key", "tenant", "tool", "effect", "state", "attempts", "updated"])), h("tbody", null, rows))
           : empty("No calls match."), next];
     });

@@ -22,7 +22,7 @@ h3 { font-size: 15px; margin: 0 0 6px; }
 .pill.completed, .pill.approved, .pill.consumed, .pill.compensated, .pill.resolved { border-color: var(--ok); color: var(--ok); }
 pre { background: var(--bg); border: 1px solid var(--line); border-radius: 6px; padding: 8px; overflow: auto; max-height: 260px; margin: 4px 0 8px; white-space: pre-wrap; word-break: break-word; }
 code { font: 12.5px ui-monospace, SFMono-Regular, Menlo, monospace; word-break: break-all; }
-table { border-collapse: collapse; width: 100%; background: var(--card); border: 1px solid var(--line); }
+table { border-collapse: collapse; width: 100%; margin: 0 0 14px; background: var(--card); border: 1px solid var(--line); }
 th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { background: var(--bg); font-weight: 600; font-size: 13px; }
 tr.link { cursor: pointer; }
