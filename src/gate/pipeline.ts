@@ -23,12 +23,11 @@ import { executeHeld, runWithTimeout } from "./execute.js";
 import { waitForHolder } from "./holder.js";
 import { resolveStale } from "./resolve.js";
 import { ownUnansweredClaim } from "./known.js";
-import type { Admission } from "./governor.js";
 import type { CallNote } from "./observe.js";
 import { flushKept } from "./record.js";
 import { repeatMethods, runUnlessRepeated } from "./repeats.js";
 import { repeatPolicyOf } from "../core/repeats.js";
-import { inflightId, inProgressResult, needsHumanResult, replayRecord, singleFlight, type Call, type Runtime } from "./runtime.js";
+import { inflightId, inProgressResult, needsHumanResult, noteApproval, replayRecord, singleFlight, type Call, type Runtime } from "./runtime.js";
 
 /** Runs a call with this idempotency key instead of the tool's own key strategy, and/or with this tool instead of the registered one of that name. */
 export interface CallOverride {
@@ -127,11 +126,6 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
     if (err instanceof EffectgateError) return resultBlock(block.id, err.message, true);
     return errorResult(block.id, "EG_LEDGER_UNAVAILABLE", `${messageOf(err)}. The tool was not started by this request; replay this same call to run it or get its outcome.`);
   }
-}
-
-/** For the gate's observers: the approval request governance admitted or refused the call under, as governance named it. */
-function noteApproval(call: Call, admitted: Admission): void {
-  if (call.note && admitted.approvalId !== undefined) call.note.approvalId = admitted.approvalId;
 }
 
 /** The ledger already knows this key: replay, wait for its holder, or resolve it. Never a second blind run. */

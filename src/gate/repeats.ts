@@ -13,7 +13,7 @@ import type { RepeatAction } from "../core/repeats.js";
 import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, RepeatQuery, Repeated } from "../contracts/calls.js";
 import { executeHeld } from "./execute.js";
 import type { GovernedCall } from "./governor.js";
-import type { Call, Runtime } from "./runtime.js";
+import { noteApproval, type Call, type Runtime } from "./runtime.js";
 
 /** The call store's three repeat methods, or undefined when it lacks any of them. */
 export interface RepeatMethods {
@@ -64,6 +64,7 @@ export async function runUnlessRepeated(rt: Runtime, call: Call, c: RepeatableCa
     }
     if (rt.governor && c.governed) {
       const admitted = await rt.governor.admit(reasons ? { ...c.governed, approvalReasons: reasons } : c.governed);
+      noteApproval(call, admitted);
       if (!admitted.ok) return resultBlock(call.toolUseId, admitted.message, true);
     }
     const confirmedAt = rt.time.monotonic();

@@ -8,7 +8,7 @@ import type { ProbePolicy, RetryPolicy } from "../core/policies.js";
 import type { TimeSource } from "../core/time.js";
 import type { Alert, GateStats } from "./alerts.js";
 import type { FaultHook } from "./faults.js";
-import type { Governor } from "./governor.js";
+import type { Admission, Governor } from "./governor.js";
 import type { CallNote } from "./observe.js";
 
 /** A tool's effective timeout, retry and probe settings (its own, else the gate's, else the class default). */
@@ -103,4 +103,9 @@ export function needsHumanResult(toolUseId: string, record: CallRecord): ToolRes
 export function inProgressResult(toolUseId: string, record: CallRecord, why: string): ToolResultBlock {
   return errorResult(toolUseId, "EG_IN_PROGRESS",
     `this ${record.tool} call is ${why}. Its outcome is not known yet. Do not retry it under a new id; repeat this same call later to get its result.`);
+}
+
+/** For the gate's observers: the approval request governance admitted or refused the call under, as governance named it. */
+export function noteApproval(call: Call, admitted: Admission): void {
+  if (call.note && admitted.approvalId !== undefined) call.note.approvalId = admitted.approvalId;
 }
