@@ -61,8 +61,11 @@ async function body(req: IncomingMessage): Promise<string> {
 
 const isFailure = (reply: Reply): reply is Failure => !Array.isArray(reply);
 
-/** `replies[n]` answers the nth request, failed ones included (the last one again once they run out). */
-export async function startFakeMessagesApi(replies: Reply[]): Promise<FakeMessagesApi> {
+/**
+ * `replies[n]` answers the nth request, failed ones included (the last one again once they run
+ * out); or a function of the request body and its number (from 1) gives each reply.
+ */
+export async function startFakeMessagesApi(replies: Reply[] | ((request: FakeMessagesApi["requests"][number], n: number) => Reply)): Promise<FakeMessagesApi> {
   const requests: FakeMessagesApi["requests"] = [];
   const server = createServer((req, res) => {
     void body(req).then((text) => {
@@ -73,7 +76,7 @@ export async function startFakeMessagesApi(replies: Reply[]): Promise<FakeMessag
       const parsed = JSON.parse(text) as FakeMessagesApi["requests"][number];
       requests.push(parsed);
       const n = requests.length;
-      const reply = replies[Math.min(n - 1, replies.length - 1)] ?? [textBlock("done")];
+      const reply = typeof replies === "function" ? replies(parsed, n) : replies[Math.min(n - 1, replies.length - 1)] ?? [textBlock("done")];
       if (isFailure(reply)) {
         if ("drop" in reply) return void res.socket?.destroy();
         // retry-after-ms keeps the SDK's backoff short; the SDK decides by the status whether to retry.
