@@ -8,7 +8,8 @@
  *
  * Each call is keyed by its tool call id, so a ToolNode that re-runs a batch after an interrupt
  * does not run a sibling's effect again; approvals interrupt the graph while pending. For
- * `createAgent`, `effectgateMiddleware` does the same for tools registered with `fromLangChainTool`.
+ * `createAgent`, `effectgateMiddleware` does the same for tools registered with `fromLangChainTool`,
+ * and `effectgateHumanInTheLoop` stands in for LangChain's humanInTheLoopMiddleware.
  */
 import { ToolMessage } from "@langchain/core/messages";
 import { tool, type StructuredToolInterface } from "@langchain/core/tools";
@@ -18,11 +19,15 @@ import type { Gate } from "./root/create-gate.js";
 import { langchainToolWith, type AnyGateTool, type LangChainToolOptions } from "./adapters/langchain/tool.js";
 
 import { effectgateMiddlewareWith, type EffectgateMiddlewareOptions, type MiddlewareKit } from "./adapters/langchain/middleware.js";
+import { humanInTheLoopWith, type AfterModelKit, type HumanInTheLoopOptions } from "./adapters/langchain/human-in-the-loop.js";
 
 export { toolCallIdOf, type LangChainToolOptions } from "./adapters/langchain/tool.js";
 export { NO_RETRYABLE_TOOL, retryableTools, type EffectgateMiddlewareOptions } from "./adapters/langchain/middleware.js";
 export { fromLangChainTool, type LangChainToolSpec } from "./adapters/langchain/wrap.js";
 export type { ApprovalInterrupt } from "./adapters/langchain/approval.js";
+export type {
+  HitlActionRequest, HitlDecision, HitlDecisionType, HitlRequest, HitlResponse, HumanInTheLoopOptions, ReviewConfig,
+} from "./adapters/langchain/human-in-the-loop.js";
 export type { ScopeOf } from "./adapters/shared.js";
 
 const kit: MiddlewareKit = {
@@ -40,4 +45,15 @@ export function langchainTool(gate: Gate, gated: AnyGateTool, options: LangChain
  */
 export function effectgateMiddleware(gate: Gate, options: EffectgateMiddlewareOptions): AgentMiddleware {
   return effectgateMiddlewareWith(kit, gate, options);
+}
+
+/**
+ * LangChain's `humanInTheLoopMiddleware` on effectgate's durable approvals: the same interrupt
+ * (a HITLRequest naming each call's `approvalId`) and resume (`{ decisions, by }`), with the
+ * decision recorded in effectgate's store and the call released only by the gate. Pair it with
+ * effectgateMiddleware (or langchainTool tools). See src/adapters/langchain/human-in-the-loop.ts.
+ */
+export function effectgateHumanInTheLoop(gate: Gate, options: HumanInTheLoopOptions): AgentMiddleware {
+  const afterModelKit: AfterModelKit = { interrupt, createMiddleware: createMiddleware as unknown as AfterModelKit["createMiddleware"] };
+  return humanInTheLoopWith(afterModelKit, gate, options) as AgentMiddleware;
 }

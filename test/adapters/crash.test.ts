@@ -1,7 +1,8 @@
 /**
- * Each adapter under a real SIGKILL: a child agent process (fixtures/agent.mjs, built package,
+ * Each adapter under a real SIGKILL: a child agent process (fixtures/agent.mjs, langgraph-agent.mjs; built package,
  * real SDK with its offline double) is killed right after its tool's charge landed and before the
- * outcome was recorded; a fresh process resumes from the loop's checkpoint. The payments
+ * outcome was recorded; a fresh process resumes from the loop's checkpoint (for LangGraph, its own
+ * checkpointer on a SQLite file: @langchain/langgraph-checkpoint-sqlite). The payments
  * service's own count is the ground truth: one charge, and the agent gets that charge's result.
  */
 import { join } from "node:path";
@@ -13,6 +14,7 @@ import { tempDir } from "../support/tmp.js";
 import { startFakeMessagesApi, textBlock, toolUse, type FakeMessagesApi } from "./fake-messages-api.js";
 
 const agent = fileURLToPath(new URL("./fixtures/agent.mjs", import.meta.url));
+const langgraphAgent = fileURLToPath(new URL("./fixtures/langgraph-agent.mjs", import.meta.url));
 beforeAll(() => requireBuild());
 
 const open: { close(): Promise<void> }[] = [];
@@ -50,4 +52,39 @@ describe("a run killed right after its tool's effect, resumed from its checkpoin
     expect(out.result).toMatchObject({ tool_use_id: "tu_1", is_error: false, content: expect.stringContaining(payments.charges[0]!.id) });
     expect(out.final).toBe("charged");
   });
+
+  it("LangGraph without effectgate: the resumed thread re-runs the tools node and charges again (the path the adapter closes)", async () => {
+    const payments = await startChargeService({ instant: true });
+    open.push(payments);
+    const dir = tempDir();
+    const job = { via: "bare", ledger: join(dir, "ledger.db"), checkpoints: join(dir, "checkpoints.db"), payments: payments.url };
+    const crashed = await runFixture(langgraphAgent, { ...job, mode: "crash" }, { cwd: dir, label: "langgraph agent (crash)" });
+    expect(crashed.signal, crashed.stderr).toBe("SIGKILL");
+    const resumed = await runFixture(langgraphAgent, { ...job, mode: "resume" }, { cwd: dir, label: "langgraph agent (resume)" });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(payments.charges.map((c) => c.key)).toEqual(["call_1", "call_1"]);
+  });
+
+  for (const via of ["tool", "middleware"] as const) {
+    it(`effectgate/langchain (${via === "tool" ? "langchainTool" : "effectgateMiddleware"}, createAgent on a SQLite checkpointer): the charge happened once and the agent gets that charge`, async () => {
+      const payments = await startChargeService({ instant: true });
+      open.push(payments);
+      const dir = tempDir();
+      const job = { via, ledger: join(dir, "ledger.db"), checkpoints: join(dir, "checkpoints.db"), payments: payments.url };
+      const crashed = await runFixture(langgraphAgent, { ...job, mode: "crash" }, { cwd: dir, label: "langgraph agent (crash)" });
+      expect(crashed.signal, crashed.stderr).toBe("SIGKILL");
+      expect(payments.charges).toHaveLength(1);
+
+      const resumed = await runFixture(langgraphAgent, { ...job, mode: "resume" }, { cwd: dir, label: "langgraph agent (resume)" });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      const out = resumed.lines.at(-1) as { tool: { tool_call_id: string; status: string; content: string }; final: string; messages: string[] };
+      expect(payments.charges).toHaveLength(1);
+      expect(payments.received).toHaveLength(1);
+      // The resumed thread is the crashed one (the checkpointer kept the AI message with call_1), answered with that charge.
+      expect(out.messages).toEqual(["human", "ai", "tool", "ai"]);
+      expect(out.tool).toMatchObject({ tool_call_id: "call_1", status: "success" });
+      expect(out.tool.content).toContain(payments.charges[0]!.id);
+      expect(out.final).toBe("charged");
+    });
+  }
 });

@@ -1,7 +1,9 @@
 /**
  * A small fake of the Anthropic Messages API on 127.0.0.1, to hand the real SDK as `baseURL`:
  * it answers each POST /v1/messages with the next scripted reply (JSON, or SSE when the request
- * streams) and keeps every request body, so a test reads the tool_results the runner sent.
+ * streams) and keeps every request body, so a test reads the tool_results the runner sent. A
+ * scripted reply can instead be a failure the SDK's own retry reacts to: an error status (529
+ * overloaded, 500) or a connection dropped before any answer.
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -14,6 +16,14 @@ export interface FakeMessagesApi {
   readonly requests: { messages: { role: string; content: unknown }[]; [key: string]: unknown }[];
   close(): Promise<void>;
 }
+
+/** A request answered with an API error status (the SDK retries 408, 409, 429, 5xx and 529) or a dropped connection. */
+export type Failure = { readonly status: number } | { readonly drop: true };
+export type Reply = Block[] | Failure;
+
+export const overloaded: Failure = { status: 529 };
+export const serverError: Failure = { status: 500 };
+export const dropped: Failure = { drop: true };
 
 export const toolUse = (id: string, name: string, input: unknown): Block => ({ type: "tool_use", id, name, input });
 export const textBlock = (text: string): Block => ({ type: "text", text });
@@ -49,8 +59,13 @@ async function body(req: IncomingMessage): Promise<string> {
   return text;
 }
 
-/** `replies[n]` answers the nth request (the last one again once they run out). */
-export async function startFakeMessagesApi(replies: Block[][]): Promise<FakeMessagesApi> {
+const isFailure = (reply: Reply): reply is Failure => !Array.isArray(reply);
+
+/**
+ * `replies[n]` answers the nth request, failed ones included (the last one again once they run
+ * out); or a function of the request body and its number (from 1) gives each reply.
+ */
+export async function startFakeMessagesApi(replies: Reply[] | ((request: FakeMessagesApi["requests"][number], n: number) => Reply)): Promise<FakeMessagesApi> {
   const requests: FakeMessagesApi["requests"] = [];
   const server = createServer((req, res) => {
     void body(req).then((text) => {
@@ -61,7 +76,15 @@ export async function startFakeMessagesApi(replies: Block[][]): Promise<FakeMess
       const parsed = JSON.parse(text) as FakeMessagesApi["requests"][number];
       requests.push(parsed);
       const n = requests.length;
-      const msg = message(n, replies[Math.min(n - 1, replies.length - 1)] ?? [textBlock("done")]);
+      const reply = typeof replies === "function" ? replies(parsed, n) : replies[Math.min(n - 1, replies.length - 1)] ?? [textBlock("done")];
+      if (isFailure(reply)) {
+        if ("drop" in reply) return void res.socket?.destroy();
+        // retry-after-ms keeps the SDK's backoff short; the SDK decides by the status whether to retry.
+        res.writeHead(reply.status, { "content-type": "application/json", "retry-after-ms": "1", "request-id": `req_${n}` })
+          .end(JSON.stringify({ type: "error", error: { type: reply.status === 529 ? "overloaded_error" : "api_error", message: `scripted ${reply.status}` } }));
+        return;
+      }
+      const msg = message(n, reply);
       if (parsed.stream === true) res.writeHead(200, { "content-type": "text/event-stream" }).end(sse(msg));
       else res.writeHead(200, { "content-type": "application/json", "request-id": `req_${n}` }).end(JSON.stringify(msg));
     });

@@ -42,8 +42,11 @@ export interface ChargeServiceOptions {
   readonly instant?: boolean;
   readonly honoursKeys?: boolean;
   readonly fences?: boolean;
-  /** What becomes of the nth request received (from 1): held for `land()`, applied at once, or lost (never applied, never answered). */
-  readonly decide?: (n: number) => "hold" | "land" | "drop";
+  /**
+   * What becomes of the nth request received (from 1): held for `land()`, applied at once, lost
+   * (never applied, never answered), or applied with its reply lost (the client waits until it gives up).
+   */
+  readonly decide?: (n: number) => "hold" | "land" | "drop" | "lose-reply";
 }
 
 export async function startChargeService(options: ChargeServiceOptions = {}): Promise<ChargeService> {
@@ -55,11 +58,12 @@ export async function startChargeService(options: ChargeServiceOptions = {}): Pr
   let probeListener: ((count: number) => void) | undefined;
   let probes = 0;
 
-  const send = (res: ServerResponse, status: number, body: unknown) => {
-    if (res.destroyed || res.writableEnded) return;
+  const send = (res: ServerResponse | null, status: number, body: unknown) => {
+    if (res === null || res.destroyed || res.writableEnded) return;
     res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
   };
-  const apply = (key: string, amount: number, fence: number | null, res: ServerResponse) => {
+  // res null: the reply is lost (the charge is applied, nothing is sent).
+  const apply = (key: string, amount: number, fence: number | null, res: ServerResponse | null) => {
     if (options.fences && fence !== null) {
       const highest = highestFence.get(key) ?? 0;
       if (fence < highest) {
@@ -94,6 +98,7 @@ export async function startChargeService(options: ChargeServiceOptions = {}): Pr
       const fate = options.decide?.(received.length) ?? (options.instant ? "land" : "hold");
       if (fate === "land") return apply(key, amount, fence, res);
       if (fate === "drop") return void res.socket?.destroy();
+      if (fate === "lose-reply") return apply(key, amount, fence, null);
       pending.push(() => apply(key, amount, fence, res));
     });
   });

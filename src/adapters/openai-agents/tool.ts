@@ -74,6 +74,9 @@ export function agentsToolWith<C>(factory: AgentsToolFactory, gate: Gate, tool: 
     if (!runContext) throw new TypeError(`effectgate: ${gated.name} was called without a run context, so it has no scope; it was not run`);
     return options.scope(runContext as RunContext<C>);
   };
+  // The SDK's tool() types its result by the context it infers (unknown here); the object is the same for any C. Whether the
+  // `as` below is needed depends on the order TypeScript checks the program's files in, so lint would flip on it.
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
   return factory({
     name: gated.name,
     description: options.description ?? gated.description ?? gated.name,
