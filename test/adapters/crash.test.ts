@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startChargeService, type ChargeService } from "../support/charge-service.js";
 import { requireBuild, runFixture } from "../support/processes.js";
+import { newerSdkLines, newerSdkLinesNote } from "../support/sdk-lines.js";
 import { tempDir } from "../support/tmp.js";
 import { startFakeMessagesApi, textBlock, toolUse, type FakeMessagesApi } from "./fake-messages-api.js";
 
@@ -22,7 +23,7 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((s) => s.close()));
 });
 
-async function crashThenResume(sdk: "ai-sdk" | "anthropic", payments: ChargeService, api?: FakeMessagesApi) {
+async function crashThenResume(sdk: "ai-sdk" | "ai-sdk-v7" | "anthropic", payments: ChargeService, api?: FakeMessagesApi) {
   const dir = tempDir();
   const job = { sdk, ledger: join(dir, "ledger.db"), checkpoint: join(dir, "checkpoint.json"), payments: payments.url, api: api?.url };
   const crashed = await runFixture(agent, { ...job, mode: "crash" }, { cwd: dir, label: `${sdk} agent (crash)` });
@@ -30,7 +31,7 @@ async function crashThenResume(sdk: "ai-sdk" | "anthropic", payments: ChargeServ
   expect(payments.charges).toHaveLength(1);
   const resumed = await runFixture(agent, { ...job, mode: "resume" }, { cwd: dir, label: `${sdk} agent (resume)` });
   expect(resumed.code, resumed.stderr).toBe(0);
-  return resumed.lines.at(-1) as { result: unknown; final: string };
+  return resumed.lines.at(-1) as { result: unknown; final: string; sdk?: string };
 }
 
 describe("a run killed right after its tool's effect, resumed from its checkpoint in a fresh process", () => {
@@ -38,6 +39,16 @@ describe("a run killed right after its tool's effect, resumed from its checkpoin
     const payments = await startChargeService({ instant: true });
     open.push(payments);
     const out = await crashThenResume("ai-sdk", payments);
+    expect(payments.charges).toHaveLength(1);
+    expect(out.result).toEqual({ type: "json", value: expect.objectContaining({ id: payments.charges[0]!.id }) });
+    expect(out.final).toBe("charged");
+  });
+
+  it(`effectgate/ai-sdk on ai 7 (onToolExecutionStart checkpoints the call): the charge happened once and the agent gets that charge${newerSdkLinesNote}`, { skip: !newerSdkLines }, async () => {
+    const payments = await startChargeService({ instant: true });
+    open.push(payments);
+    const out = await crashThenResume("ai-sdk-v7", payments);
+    expect(out.sdk).toMatch(/^7\./);
     expect(payments.charges).toHaveLength(1);
     expect(out.result).toEqual({ type: "json", value: expect.objectContaining({ id: payments.charges[0]!.id }) });
     expect(out.final).toBe("charged");

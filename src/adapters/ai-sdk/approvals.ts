@@ -46,7 +46,7 @@ export function sdkStatusOf(status: ApprovalStatus): AiSdkApprovalStatus {
  * `tool-approval-request`, reason naming the request id), and a call a person approved or denied
  * elsewhere is answered so. Tools the gate does not know are not-applicable.
  */
-export function toolApproval(gate: Gate, options: { readonly scope: AiSdkScope }) {
+export function toolApproval<Context = unknown>(gate: Gate, options: { readonly scope: AiSdkScope<Context> }) {
   return async (request: {
     readonly toolCall: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown };
     readonly messages?: readonly unknown[];
@@ -57,7 +57,9 @@ export function toolApproval(gate: Gate, options: { readonly scope: AiSdkScope }
     if (!gate.tools.has(toolName)) return { type: "not-applicable" };
     const toolContext = typeof request.toolsContext === "object" && request.toolsContext !== null
       ? (request.toolsContext as Record<string, unknown>)[toolName] : undefined;
-    const scope = await options.scope({ toolCallId, toolName, messages: request.messages ?? [], context: toolContext ?? request.runtimeContext });
+    // The tool's own context first, as execute sees it (ai 7 hands execute no runtime context).
+    const context = (toolContext ?? request.runtimeContext) as Context | undefined;
+    const scope = await options.scope({ toolCallId, toolName, messages: request.messages ?? [], context });
     return sdkStatusOf(await gate.approvalFor({ id: toolCallId, name: toolName, input }, scope));
   };
 }
@@ -74,10 +76,12 @@ export interface AiSdkApprovalResponse {
  * After a run stopped at `tool-approval-request`s: the responses for the requests a person has
  * decided in effectgate since (from the CLI, the console or the `approver`), as a `tool` message
  * to append to the messages before calling the SDK again. Undefined when nothing is decided yet.
- * `messages`: the conversation so far, including the assistant message with the requests.
+ * `messages`: the conversation so far, including the assistant message with the requests (ai 7:
+ * `result.responseMessages`, which holds every step's; ai 6: `result.response.messages`).
+ * `context`: what the scope function gets as `context`, as the tools got it (default none).
  */
-export async function approvalResponses(
-  gate: Gate, messages: readonly unknown[], options: { readonly scope: AiSdkScope },
+export async function approvalResponses<Context = unknown>(
+  gate: Gate, messages: readonly unknown[], options: { readonly scope: AiSdkScope<Context>; readonly context?: Context },
 ): Promise<{ role: "tool"; content: AiSdkApprovalResponse[] } | undefined> {
   const calls = new Map<string, { name: string; input: unknown }>();
   const requests: { approvalId: string; toolCallId: string }[] = [];
@@ -94,7 +98,7 @@ export async function approvalResponses(
   for (const request of requests) {
     const call = calls.get(request.toolCallId);
     if (answered.has(request.approvalId) || !call || !gate.tools.has(call.name)) continue;
-    const scope = await options.scope({ toolCallId: request.toolCallId, toolName: call.name, messages, context: undefined });
+    const scope = await options.scope({ toolCallId: request.toolCallId, toolName: call.name, messages, context: options.context });
     const status = sdkStatusOf(await gate.approvalFor({ id: request.toolCallId, name: call.name, input: call.input }, scope, { file: false }));
     if (status.type === "approved" || status.type === "denied") {
       content.push({ type: "tool-approval-response", approvalId: request.approvalId, approved: status.type === "approved", ...(status.reason === undefined ? {} : { reason: status.reason }) });

@@ -16,10 +16,11 @@ export interface StepInfo {
 }
 
 /** `prepareStep: dropStoppedTools(gate, tools, { scope })`; wrap it to combine with your own prepareStep. */
-export function dropStoppedTools<Name extends string>(gate: Gate, tools: Readonly<Record<Name, unknown>>, options: { readonly scope: AiSdkScope }) {
+export function dropStoppedTools<Name extends string, Context = unknown>(gate: Gate, tools: Readonly<Record<Name, unknown>>, options: { readonly scope: AiSdkScope<Context> }) {
   const names = Object.keys(tools) as Name[];
   return async (step: StepInfo): Promise<{ activeTools: Name[] }> => {
-    const scope = await options.scope({ messages: step.messages ?? [], context: step.experimental_context !== undefined ? step.experimental_context : step.runtimeContext });
+    const context = (step.experimental_context !== undefined ? step.experimental_context : step.runtimeContext) as Context | undefined;
+    const scope = await options.scope({ messages: step.messages ?? [], context });
     const stopped = new Set((await gate.stoppedTools(scope)).map((s) => s.tool));
     return { activeTools: names.filter((name) => !stopped.has(name)) };
   };

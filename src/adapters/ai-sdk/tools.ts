@@ -15,12 +15,21 @@ import { contextOf, type AiSdkExecuteOptions, type AiSdkScope, type AiSdkTool } 
 /** An AI SDK tool's execute: a value, a promise, or an async iterable of preliminary results whose last is the result. */
 type SdkExecute = (input: never, options: AiSdkExecuteOptions) => unknown;
 
-// The SDK's own execute of a tool made by fromAiSdkTool, keyed by the effectgate tool (the gate holds that same object).
-const sdkExecutes = new WeakMap<object, SdkExecute>();
+/** What the adapter keeps of a tool made by fromAiSdkTool: the SDK's own execute and the fields the SDK reads besides. */
+interface SdkSource {
+  readonly execute: SdkExecute;
+  /** ai 7: a description that is a function of the tool's context (a string one is the gate tool's description). */
+  readonly description?: unknown;
+  /** ai 7: the context schema the SDK validates the tool's context with before execute sees it. */
+  readonly contextSchema?: unknown;
+}
 
-export interface AiSdkToolOptions {
+// Keyed by the effectgate tool (the gate holds that same object).
+const sdkSources = new WeakMap<object, SdkSource>();
+
+export interface AiSdkToolOptions<Context = unknown> {
   /** The call's tenant and task from the SDK's context. Must give the same scope every time a call is made. */
-  readonly scope: AiSdkScope;
+  readonly scope: AiSdkScope<Context>;
   /**
    * An approval given through the SDK (a `tool-approval-response` with `approved: true` in the
    * messages) is recorded as the durable decision for that exact call (its digest), by "ai-sdk".
@@ -37,18 +46,19 @@ export interface AiSdkToolOptions {
  * (awaiting approval, kill switch, quota…) throws a ToolCallRefused whose message the SDK
  * hands the model as the tool error.
  */
-export function aiSdkTool(gate: Gate, name: string, options: AiSdkToolOptions): AiSdkTool {
+export function aiSdkTool<Context = unknown>(gate: Gate, name: string, options: AiSdkToolOptions<Context>): AiSdkTool<unknown, Context> {
   const tool = gate.tools.get(name);
   if (!tool) throw new EffectgateError("EG_BAD_OPTION", `the gate has no tool named ${JSON.stringify(name)} (its tools: ${[...gate.tools.keys()].join(", ")})`);
-  const sdkExecute = sdkExecutes.get(tool);
+  const source = sdkSources.get(tool);
+  const sdkExecute = source?.execute;
 
-  async function callOf(input: unknown, opts: Omit<AiSdkExecuteOptions, "abortSignal">): Promise<{ call: ToolCall; scope: Awaited<ReturnType<AiSdkScope>> }> {
+  async function callOf(input: unknown, opts: Omit<AiSdkExecuteOptions<Context>, "abortSignal">): Promise<{ call: ToolCall; scope: Awaited<ReturnType<AiSdkScope>> }> {
     const id = requireCallId(opts.toolCallId, "the AI SDK", "toolCallId");
     const scope = await options.scope({ toolCallId: id, toolName: name, messages: opts.messages ?? [], context: contextOf(opts) });
     return { call: { id, name, input }, scope };
   }
 
-  async function run(input: unknown, opts: AiSdkExecuteOptions, onChunk: (chunk: unknown) => void): Promise<ToolAnswer> {
+  async function run(input: unknown, opts: AiSdkExecuteOptions<Context>, onChunk: (chunk: unknown) => void): Promise<ToolAnswer> {
     const { call, scope } = await callOf(input, opts);
     if (options.acceptSdkApprovals === true) await recordSdkApproval(gate, call, scope, opts.messages ?? []);
     const execute = sdkExecute === undefined ? undefined : (given: unknown, ctx: ToolContext) =>
@@ -57,14 +67,17 @@ export function aiSdkTool(gate: Gate, name: string, options: AiSdkToolOptions): 
   }
 
   const streams = sdkExecute !== undefined && isAsyncGeneratorFunction(sdkExecute);
-  const sdkTool: AiSdkTool = {
-    ...(tool.description === undefined ? {} : { description: tool.description }),
+  const description = source?.description ?? tool.description;
+  const sdkTool: AiSdkTool<unknown, Context> = {
+    ...(description === undefined ? {} : { description }),
+    // The wrapped tool's schema validates the context the user typed the adapter with (AiSdkToolOptions<Context>).
+    ...(source?.contextSchema === undefined ? {} : { contextSchema: source.contextSchema as StandardSchemaV1<unknown, Context> }),
     inputSchema: tool.input,
     execute: streams
       ? (input, opts) => streamed((onChunk) => run(input, opts, onChunk))
       : async (input, opts) => resultOf(await run(input, opts, () => {})),
     ...(tool.effect === "read" ? {} : {
-      async needsApproval(input: unknown, opts: Omit<AiSdkExecuteOptions, "abortSignal">) {
+      async needsApproval(input: unknown, opts: Omit<AiSdkExecuteOptions<Context>, "abortSignal">) {
         const { call, scope } = await callOf(input, opts);
         // True for every call a rule puts before a person, decided or not: the SDK asks again before it runs an
         // approved call from the messages (and treats false as "denied"); the gate itself releases only an approved one.
@@ -77,7 +90,7 @@ export function aiSdkTool(gate: Gate, name: string, options: AiSdkToolOptions): 
 }
 
 /** Every tool of the gate (or the `only` ones) as AI SDK tools, by name: pass it as `tools` to generateText / streamText. */
-export function aiSdkTools(gate: Gate, options: AiSdkToolOptions & { readonly only?: readonly string[] }): Record<string, AiSdkTool> {
+export function aiSdkTools<Context = unknown>(gate: Gate, options: AiSdkToolOptions<Context> & { readonly only?: readonly string[] }): Record<string, AiSdkTool<unknown, Context>> {
   const names = options.only ?? [...gate.tools.keys()];
   return Object.fromEntries(names.map((name) => [name, aiSdkTool(gate, name, options)]));
 }
@@ -87,12 +100,16 @@ export function aiSdkTools(gate: Gate, options: AiSdkToolOptions & { readonly on
  * execute })`): give it a name, its effect class and, for a write, ideally a probe. Hand the
  * result to createGate, then use it through aiSdkTool / aiSdkTools: its execute then gets the
  * SDK's own options (messages, abort signal, context). Its `inputSchema` must be a Standard
- * Schema (zod 4, valibot, arktype), not `jsonSchema(...)`.
+ * Schema (zod 4, valibot, arktype), not `jsonSchema(...)`. An ai 7 tool keeps its `contextSchema`
+ * and a description that is a function of its context.
  */
 export function fromAiSdkTool(
   name: string,
   sdkTool: {
-    readonly description?: string | undefined;
+    /** A string, or (ai 7) a function of the tool's context, which the SDK then calls as before. */
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    readonly description?: string | ((options: any) => string) | undefined;
+    readonly contextSchema?: unknown;
     /** Checked when defined: it must be a Standard Schema (the AI SDK's own types do not say so). */
     readonly inputSchema: unknown;
     // The SDK types execute by its own input and options; any, so a tool of either major is accepted as it is.
@@ -106,14 +123,18 @@ export function fromAiSdkTool(
     throw new EffectgateError("EG_BAD_TOOL_DEFINITION", `AI SDK tool ${JSON.stringify(name)} has no execute: a tool the client runs has no effect for the gate to guard`);
   }
   const tool = defineTool<StandardSchemaV1, unknown>({
-    ...(sdkTool.description === undefined ? {} : { description: sdkTool.description }),
+    ...(typeof sdkTool.description === "string" ? { description: sdkTool.description } : {}),
     ...spec,
     name,
     input: sdkTool.inputSchema as StandardSchemaV1,
     // Run outside an SDK call (recovery re-running it with the same key after a probe said "absent"): no messages, no context.
     execute: (input, ctx) => lastOf(sdkExecute(input as never, { toolCallId: ctx.toolUseId, messages: [], abortSignal: ctx.signal }), () => {}),
   });
-  sdkExecutes.set(tool, sdkExecute);
+  sdkSources.set(tool, {
+    execute: sdkExecute,
+    ...(typeof sdkTool.description === "function" ? { description: sdkTool.description } : {}),
+    ...(sdkTool.contextSchema === undefined ? {} : { contextSchema: sdkTool.contextSchema }),
+  });
   return tool;
 }
 

@@ -1,0 +1,30 @@
+/** Scripted models for the ai 7 tests: the SDK's own MockLanguageModelV4 (from `ai/test` of ai 7), answering step by step. */
+import { MockLanguageModelV4 } from "ai-v7/test";
+
+type Content = Awaited<ReturnType<MockLanguageModelV4["doGenerate"]>>["content"][number];
+
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 1, text: 1, reasoning: undefined },
+};
+
+export function toolCalls(...calls: { id: string; name: string; input: unknown }[]): Content[] {
+  return calls.map((c): Content => ({ type: "tool-call", toolCallId: c.id, toolName: c.name, input: JSON.stringify(c.input) }));
+}
+
+export const text = (value: string): Content[] => [{ type: "text", text: value }];
+
+/**
+ * A model that answers its nth call with `steps[n]` (the last one again once they run out):
+ * tool calls end the step with "tool-calls", anything else with "stop".
+ */
+export function scriptedModel(steps: Content[][]): MockLanguageModelV4 {
+  let n = 0;
+  return new MockLanguageModelV4({
+    doGenerate: async () => {
+      const content = steps[Math.min(n++, steps.length - 1)] ?? [];
+      const calls = content.some((c) => c.type === "tool-call");
+      return { content, finishReason: { unified: calls ? "tool-calls" : "stop", raw: undefined }, usage, warnings: [] };
+    },
+  });
+}
