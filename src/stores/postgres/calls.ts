@@ -56,8 +56,14 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
     const [row] = await rows(compiled, values);
     return row && decodeCall(row, table);
   };
-  const count = async (compiled: CompiledSql, values: Record<string, unknown>) =>
-    (await access.query(prepared(compiled), positional(compiled, values))).rowCount;
+  /** A write of the record (tenant, key), sent in the next group commit (access.write). */
+  const write = (compiled: CompiledSql, values: Record<string, unknown> & { tenant: string; key: string }) =>
+    access.write(prepared(compiled), positional(compiled, values), { table: "calls", tenant: values.tenant, key: values.key });
+  const written = async (compiled: CompiledSql, values: Record<string, unknown> & { tenant: string; key: string }): Promise<CallRecord | undefined> => {
+    const [row] = (await write(compiled, values)).rows;
+    return row && decodeCall(row, table);
+  };
+  const count = async (compiled: CompiledSql, values: Record<string, unknown> & { tenant: string; key: string }) => (await write(compiled, values)).rowCount;
   const clock = named(`SELECT ${access.now} AS now`);
 
   /** The INSERT, and when it wrote nothing the record in the way; with `agent`, only while no kill switch covers the call. */
@@ -70,7 +76,7 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
     };
     // A key removed between our INSERT and SELECT (an expired idempotency key) is claimable again: try once more.
     for (let tries = 0; tries < 3; tries++) {
-      const inserted = agent === undefined ? await one(sql.claim, values) : await one(sql.claimUnlessHalted, { ...values, agent });
+      const inserted = agent === undefined ? await written(sql.claim, values) : await written(sql.claimUnlessHalted, { ...values, agent });
       if (inserted) return { claimed: true, record: inserted };
       const existing = await one(sql.get, { tenant: request.tenant, key: request.key });
       if (existing) return { claimed: false, record: existing };
@@ -87,8 +93,8 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
     get: (tenant, key) => access.run(OPS.get, () => one(sql.get, { tenant, key })),
     update: (tenant: string, key: string, version: number, update: RecordUpdate) =>
       access.run(OPS.update, async () => {
-        const written = await one(sql.update[update.state], updateValues(tenant, key, version, update));
-        if (written) return written;
+        const moved = await written(sql.update[update.state], updateValues(tenant, key, version, update));
+        if (moved) return moved;
         // Not written: a stale version (normal under races), or a move the state table forbids (a bug: say so).
         const current = await one(sql.get, { tenant, key });
         if (current && current.version === version && isCallState(current.state)) assertTransition(key, current.state, update.state);
@@ -96,7 +102,7 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
       }),
     takeOver: (request: TakeOverRequest) =>
       access.run(OPS.takeOver, () =>
-        one(sql.takeOver, {
+        written(sql.takeOver, {
           tenant: request.tenant, key: request.key, version: request.version, owner: request.owner, lease_ms: request.leaseMs,
           dead: request.holderIsDead === true, fence: request.fence ?? null,
         })),
@@ -134,7 +140,7 @@ export function postgresCheckpoints(access: PostgresAccess): CheckpointRecords {
   return {
     put: (tenant, id, data) =>
       access.run(OPS.putCheckpoint, async () => {
-        await access.query(prepared(sql.putCheckpoint), positional(sql.putCheckpoint, { tenant, id, data }));
+        await access.write(prepared(sql.putCheckpoint), positional(sql.putCheckpoint, { tenant, id, data }), { table: "checkpoints", tenant, key: id });
       }),
     get: (tenant, id) =>
       access.run(OPS.getCheckpoint, async () =>

@@ -128,7 +128,7 @@ export function callStatements(dialect: Dialect): CallStatements {
 export function updateValues(
   tenant: string, key: string, version: number,
   update: { state: CallState; result?: unknown; error?: string | null; owner?: string | null; leaseMs?: number; countAttempt?: boolean; sendEnded?: boolean },
-): Record<string, unknown> {
+): Record<string, unknown> & { readonly tenant: string; readonly key: string } {
   return {
     tenant, key, version, state: update.state,
     set_result: update.result !== undefined,
