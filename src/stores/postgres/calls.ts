@@ -15,7 +15,8 @@ import type { CheckpointRecords } from "../../contracts/checkpoints.js";
 import { callStatements, LIST_FILTERS, updateValues } from "../sql/call-statements.js";
 import { positional, type CompiledSql } from "../sql/dialect.js";
 import { MAY_BE_UNRECORDED, NOTHING_RAN, TRY_AGAIN, type Op, type PostgresAccess } from "./access.js";
-import { decodeCall, decodeMillis } from "./rows.js";
+import { knownRecords } from "../sql/known-records.js";
+import { decodeCall, decodeMillis, unknowable } from "./rows.js";
 import { named, postgresDialect, type Statement } from "./statements.js";
 
 const HALTED: Halted = { claimed: false, halted: true };
@@ -66,6 +67,13 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
   const count = async (compiled: CompiledSql, values: Record<string, unknown> & { tenant: string; key: string }) => (await write(compiled, values)).rowCount;
   const clock = named(`SELECT ${access.now} AS now`);
 
+  // What this store last wrote of each held call, so its next write need not read the row back (sql/known-records.ts).
+  const known = knownRecords();
+  const remembered = <R extends ClaimResult | Halted>(result: R): R => {
+    if (result.claimed) known.remember(result.record);
+    return result;
+  };
+
   /** The INSERT, and when it wrote nothing the record in the way; with `agent`, only while no kill switch covers the call. */
   const claim = async (request: ClaimRequest, agent?: string): Promise<ClaimResult | Halted> => {
     const values = {
@@ -88,28 +96,58 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
 
   return {
     location: access.location,
-    claim: (request: ClaimRequest) => access.run(OPS.claim, async () => (await claim(request)) as ClaimResult),
-    claimUnlessHalted: (request: ClaimRequest, agent: string | undefined) => access.run(OPS.claim, () => claim(request, agent ?? "")),
+    claim: (request: ClaimRequest) => access.run(OPS.claim, async () => remembered(await claim(request)) as ClaimResult),
+    claimUnlessHalted: (request: ClaimRequest, agent: string | undefined) => access.run(OPS.claim, async () => remembered(await claim(request, agent ?? ""))),
     get: (tenant, key) => access.run(OPS.get, () => one(sql.get, { tenant, key })),
     update: (tenant: string, key: string, version: number, update: RecordUpdate) =>
       access.run(OPS.update, async () => {
-        const moved = await written(sql.update[update.state], updateValues(tenant, key, version, update));
-        if (moved) return moved;
+        const values = updateValues(tenant, key, version, update);
+        const k = known.at(tenant, key, version);
+        let current: CallRecord | undefined;
+        if (k) {
+          // The record as this store wrote it: the row need not come back, only what cannot be computed.
+          const [row] = (await write(sql.updateKnown[update.state], { ...values, claim_token: k.record.claimToken })).rows;
+          if (row) return known.updated(k, update, values.result, unknowable(row, table));
+          known.forget(tenant, key);
+          current = await one(sql.get, { tenant, key });
+        }
+        // Unless the record was removed and claimed again since (another claim token, same version), a miss is final.
+        if (!k || (current?.version === version && current.claimToken !== k.record.claimToken)) {
+          const moved = await written(sql.update[update.state], values);
+          if (moved) {
+            known.remember(moved);
+            return moved;
+          }
+          current = await one(sql.get, { tenant, key });
+        }
         // Not written: a stale version (normal under races), or a move the state table forbids (a bug: say so).
-        const current = await one(sql.get, { tenant, key });
         if (current && current.version === version && isCallState(current.state)) assertTransition(key, current.state, update.state);
         return undefined;
       }),
     takeOver: (request: TakeOverRequest) =>
-      access.run(OPS.takeOver, () =>
-        written(sql.takeOver, {
+      access.run(OPS.takeOver, async () => {
+        const values = {
           tenant: request.tenant, key: request.key, version: request.version, owner: request.owner, lease_ms: request.leaseMs,
           dead: request.holderIsDead === true, fence: request.fence ?? null,
-        })),
+        };
+        const k = known.at(request.tenant, request.key, request.version);
+        if (k) {
+          const [row] = (await write(sql.takeOverKnown, { ...values, claim_token: k.record.claimToken })).rows;
+          if (row) return known.takenOver(k, request, unknowable(row, table));
+          known.forget(request.tenant, request.key);
+        }
+        const taken = await written(sql.takeOver, values);
+        if (taken) known.remember(taken);
+        return taken;
+      }),
     renewLease: (tenant, key, version, owner, leaseMs) =>
       access.run(OPS.renew, async () => (await count(sql.renew, { tenant, key, version, owner, lease_ms: leaseMs })) === 1),
     remove: (tenant, key, version, claimToken) =>
-      access.run(OPS.remove, async () => (await count(sql.remove, { tenant, key, version, claim_token: claimToken })) === 1),
+      access.run(OPS.remove, async () => {
+        const removed = (await count(sql.remove, { tenant, key, version, claim_token: claimToken })) === 1;
+        if (removed) known.forget(tenant, key);
+        return removed;
+      }),
     list: (q: ListQuery = {}) =>
       access.run(OPS.list, async () => {
         const given = LIST_FILTERS.filter((f) => q[f] !== undefined);
