@@ -33,6 +33,8 @@ interface Sent {
   readonly trip: string;
   readonly text: string;
   readonly values: readonly unknown[];
+  /** The prepared statement's name, when it was sent as one. */
+  readonly name: string | undefined;
   /** The SQLSTATE the server answered with, once answered, if it refused the statement. */
   code?: string;
 }
@@ -55,6 +57,7 @@ function loggingPool(options: { pipeline: boolean; max?: number }) {
         const entry: Sent = {
           connection, trip: `${connection}.${trips}`, text: typeof config === "string" ? config : config.text,
           values: (typeof config === "string" ? (Array.isArray(args[1]) ? args[1] : []) : config.values) ?? [],
+          name: typeof config === "string" ? undefined : (config as { name?: string }).name,
         };
         sent.push(entry);
         const answered = (err: unknown) => {
@@ -261,9 +264,12 @@ describe("a gated write on postgres: one statement per durable point", () => {
       expect(count(sent, "UPDATE")).toBe(16);
       // Nothing but the writes themselves (and the transactions around them): no read, no clock.
       expect(new Set(verbs(sent))).toEqual(new Set(["BEGIN", "INSERT", "UPDATE", "COMMIT"]));
-      // 32 writes, far fewer commits: the claims and the outcomes each share a batch.
+      // 32 writes, far fewer commits: the claims and the outcomes each share a batch, one round trip each.
       expect(count(sent, "COMMIT")).toBeLessThanOrEqual(4);
       expect(new Set(sent.map((s) => s.trip)).size).toBe(count(sent, "COMMIT"));
+      // And each statement is still the one prepared once per connection.
+      const writes = sent.filter((s) => /^(INSERT|UPDATE)/.test(s.text));
+      expect(writes.every((s) => s.name?.startsWith("effectgate_"))).toBe(true);
     } finally {
       await gate.close();
       await ledger.close();
