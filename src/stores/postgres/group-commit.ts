@@ -27,7 +27,7 @@
  * - A connection that does not pipeline (a pool you passed in without `pipeline: true`) gets the
  *   same transaction one statement after the other: still one commit, but a round trip each.
  */
-import type { PoolClient, QueryConfig, QueryResult } from "pg";
+import type { Client, PoolClient, QueryConfig, QueryResult } from "pg";
 import { isConnectionError } from "./errors.js";
 import type { RawRow } from "./rows.js";
 
@@ -189,9 +189,18 @@ async function transaction(client: PoolClient, items: readonly Pending[]): Promi
 
 /** BEGIN, every statement and COMMIT written at once; the server answers them in order. */
 async function pipelined(client: PoolClient, items: readonly Pending[]): Promise<Outcome> {
-  const begin = client.query("BEGIN");
-  const sent = items.map((item) => client.query<RawRow>(item.query()));
-  const commit = client.query("COMMIT");
+  // A pipelining client writes each query as it is asked for (one system call each); corked, the
+  // whole batch leaves in one write. (node-postgres corks each query too: corks nest.)
+  const socket = (client as Partial<Pick<Client, "connection">>).connection?.stream;
+  socket?.cork();
+  let begin: Promise<QueryResult>, sent: Promise<QueryResult<RawRow>>[], commit: Promise<QueryResult>;
+  try {
+    begin = client.query("BEGIN");
+    sent = items.map((item) => client.query<RawRow>(item.query()));
+    commit = client.query("COMMIT");
+  } finally {
+    socket?.uncork();
+  }
   const [began, ...rest] = await Promise.allSettled([begin, ...sent, commit]);
   const committed = rest.pop() as PromiseSettledResult<QueryResult>;
   const settled = rest as Settled[];
