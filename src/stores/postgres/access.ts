@@ -92,9 +92,10 @@ export interface PostgresAccess {
   /** One statement on the pool, rows as raw text; a named statement is prepared once per connection. */
   query(statement: Statement | string, values?: readonly unknown[]): Promise<QueryResult<RawRow>>;
   /**
-   * One write statement in the next group commit (group-commit.ts): the writes asked for in this turn
-   * of the event loop share one transaction and one commit. It resolves once that commit returned;
-   * a lone write waits for no batch. `row` is the row it changes (statements go out in row order).
+   * One write statement in the next group commit (group-commit.ts): the writes asked for together
+   * (before the microtasks already queued have run) share one transaction and one commit. It resolves
+   * once that commit returned; a lone write waits for no batch. `row` is the row it changes
+   * (statements go out in row order).
    */
   write(statement: Statement, values: readonly unknown[], row: RowRef): Promise<QueryResult<RawRow>>;
   /** A client for a transaction of several statements, released afterwards (broken connections discarded). */

@@ -1,9 +1,9 @@
 /**
  * Group commit for the PostgreSQL ledger: the writes that concurrent calls of one process ask for
- * in the same turn of the event loop go to the server as ONE transaction on one connection
- * (BEGIN, each statement, COMMIT), so they share one commit and one WAL flush instead of paying
- * one each. On a connection that pipelines (node-postgres `pipeline: true`, which the ledger's own
- * pool uses) the whole transaction is sent at once and answered in one round trip.
+ * together go to the server as ONE transaction on one connection (BEGIN, each statement, COMMIT),
+ * so they share one commit and one WAL flush instead of paying one each. On a connection that
+ * pipelines (node-postgres `pipeline: true`, which the ledger's own pool uses) the whole
+ * transaction leaves in one socket write and is answered in one round trip.
  *
  * - A lone write never waits for a batch to fill: the queue is flushed in a microtask, after the
  *   microtasks already queued (the other calls' next steps, which reach their writes at the same
@@ -23,7 +23,7 @@
  * - Statements go out in (table, tenant, key) order, so two batches (of this process or another)
  *   that change the same rows lock them in the same order and cannot deadlock each other.
  * - At most `maxBatches` batches (or lone writes) are in flight at once; writes asked for meanwhile
- *   wait for the next flush. A write therefore waits at most for one batch in flight to finish.
+ *   wait for the next flush, which starts as soon as one of them is answered.
  * - A connection that does not pipeline (a pool you passed in without `pipeline: true`) gets the
  *   same transaction one statement after the other: still one commit, but a round trip each.
  */
@@ -152,6 +152,9 @@ export function pgGroupCommit(options: PgGroupCommitOptions): PgGroupCommit {
         }
         todo = next;
       }
+    } catch (err) {
+      // Not a refusal by the server (those settle above) but a fault here: nothing may be left unanswered.
+      for (const item of items) item.reject(err);
     } finally {
       client.release(broken);
     }
