@@ -108,7 +108,7 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
           // The record as this store wrote it: the row need not come back, only what cannot be computed.
           const [row] = (await write(sql.updateKnown[update.state], { ...values, claim_token: k.record.claimToken })).rows;
           if (row) return known.updated(k, update, values.result, unknowable(row, table));
-          known.forget(tenant, key);
+          known.forget(tenant, key, version);
           current = await one(sql.get, { tenant, key });
         }
         // Unless the record was removed and claimed again since (another claim token, same version), a miss is final.
@@ -134,7 +134,7 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
         if (k) {
           const [row] = (await write(sql.takeOverKnown, { ...values, claim_token: k.record.claimToken })).rows;
           if (row) return known.takenOver(k, request, unknowable(row, table));
-          known.forget(request.tenant, request.key);
+          known.forget(request.tenant, request.key, request.version);
         }
         const taken = await written(sql.takeOver, values);
         if (taken) known.remember(taken);

@@ -42,7 +42,8 @@ export interface KnownRecords {
   at(tenant: string, key: string, version: number): Known | undefined;
   /** A record a committed write produced (handed out next: its JSON fields are copied now). */
   remember(record: CallRecord): void;
-  forget(tenant: string, key: string): void;
+  /** Forgets (tenant, key); with `version`, only if that is the version known (a newer one stays). */
+  forget(tenant: string, key: string, version?: number): void;
   /** The record an update of `known` wrote (`resultText`: the result as sent, when the update sets one). */
   updated(known: Known, update: RecordUpdate, resultText: string | null, returned: Unknowable): CallRecord;
   /** The record a take-over of `known` wrote. */
@@ -74,8 +75,9 @@ export function knownRecords(): KnownRecords {
     remember(record) {
       keep(record, JSON.stringify(record.input), record.result === null ? null : JSON.stringify(record.result));
     },
-    forget(tenant, key) {
-      known.delete(id(tenant, key));
+    forget(tenant, key, version) {
+      const at = id(tenant, key);
+      if (version === undefined || known.get(at)?.record.version === version) known.delete(at);
     },
     updated(k, update, resultText, returned) {
       const result = update.result === undefined ? k.result : resultText;

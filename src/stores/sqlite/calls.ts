@@ -158,7 +158,7 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
         return undefined;
       });
       // Committed: only now is what it wrote remembered.
-      if (out === undefined) known.forget(tenant, key);
+      if (out === undefined) known.forget(tenant, key, version);
       else if ("known" in out) return known.updated(k as Known, update, values.result, unknowable(out.known));
       else known.remember(out.record);
       return out?.record;
@@ -177,7 +177,7 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
         const [row] = rows(db, SQL.takeOver, values);
         return row && { record: decode(row) };
       });
-      if (out === undefined) known.forget(request.tenant, request.key);
+      if (out === undefined) known.forget(request.tenant, request.key, request.version);
       else if ("known" in out) return known.takenOver(k as Known, request, unknowable(out.known));
       else known.remember(out.record);
       return out?.record;
