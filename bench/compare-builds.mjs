@@ -4,7 +4,7 @@
  *
  *   npm run build                                   # the "after" build, in dist/
  *   git worktree add /tmp/eg-base <commit> && (cd /tmp/eg-base && npm ci && npm run build)
- *   node bench/compare-builds.mjs --base=/tmp/eg-base/dist [--new=dist] [--calls=N] [--pg=URL] [--out=FILE]
+ *   node bench/compare-builds.mjs --base=/tmp/eg-base/dist [--new=dist] [--calls=N] [--pg=URL] [--only=postgres,sqlite,memory] [--out=FILE]
  *
  * Per build: a gated write (a constant-returning `write` tool through gate.runToolUses, a fresh
  * tool_use id per call) on SQLite (durability fsync and process) and on the memory ledger, p50 per
@@ -22,13 +22,14 @@ const argv = process.argv.slice(2);
 const arg = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const BASE = arg("base");
 if (!BASE) {
-  process.stderr.write("usage: node bench/compare-builds.mjs --base=DIST_DIR [--new=DIST_DIR] [--calls=N] [--pg=URL]\n");
+  process.stderr.write("usage: node bench/compare-builds.mjs --base=DIST_DIR [--new=DIST_DIR] [--calls=N] [--pg=URL] [--only=postgres,sqlite,memory]\n");
   process.exit(2);
 }
 const NEW = resolve(arg("new") ?? join(root, "dist"));
 const CALLS = Number(arg("calls") ?? 1000);
 const BLOCKS = 10;
-const PG_URL = arg("pg") ?? process.env.EFFECTGATE_TEST_PG_URL;
+const ONLY = new Set((arg("only") ?? "sqlite,memory,postgres").split(","));
+const PG_URL = ONLY.has("postgres") ? arg("pg") ?? process.env.EFFECTGATE_TEST_PG_URL : undefined;
 const progress = (m) => process.stderr.write(`[compare ${(performance.now() / 1000).toFixed(1)}s] ${m}\n`);
 const { z } = await import(join(root, "node_modules/zod/index.js"));
 const pg = PG_URL ? (await import(join(root, "node_modules/pg/lib/index.js"))).default : undefined;
@@ -119,7 +120,8 @@ async function main() {
   // Every series: [name, lanes, function per build (or one shared), calls per block].
   const per = Math.ceil(CALLS / BLOCKS);
   const series = [["2 × (append 128 B + fdatasync), bare", 1, () => floor, per]];
-  for (const target of ["sqlite fsync", "sqlite process", "memory", ...(pg ? ["postgres"] : [])]) {
+  const targets = [...(ONLY.has("sqlite") ? ["sqlite fsync", "sqlite process"] : []), ...(ONLY.has("memory") ? ["memory"] : []), ...(pg ? ["postgres"] : [])];
+  for (const target of targets) {
     const factor = target === "memory" ? 10 : target === "sqlite process" ? 3 : 1;
     series.push([`${target} c=1`, 1, (b) => b.targets[target].call, per * factor]);
     series.push([`${target} c=16`, 16, (b) => b.targets[target].call, per * factor * 2]);

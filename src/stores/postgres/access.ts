@@ -8,7 +8,8 @@
 import pg, { type Pool, type PoolClient, type QueryConfig, type QueryResult } from "pg";
 import { EffectgateError } from "../../core/errors.js";
 import { RowDamage } from "../row-damage.js";
-import { describeTarget, isConnectionError, isDamageError, isPoolTimeout, isStalePlan, isUnstorableText, reasonOf, targetOf, type Target } from "./errors.js";
+import { describeTarget, isConnectionError, isDamageError, isPoolTimeout, isStalePlan, isTransient, isUnstorableText, reasonOf, targetOf, type Target } from "./errors.js";
+import { pgGroupCommit, type RowRef } from "./group-commit.js";
 import { applyMigrations, readSchemaVersion, SCHEMA_VERSION, SchemaTooNew } from "./migrations.js";
 import { RAW_TYPES, type RawRow } from "./rows.js";
 import { GIVEN_NOW_MS, GIVEN_NOW_SETTING, NOW_MS, type Statement } from "./statements.js";
@@ -49,6 +50,9 @@ export interface PostgresLedgerOptions {
 
 export const DEFAULT_POSTGRES_SCHEMA = "effectgate";
 
+/** Group-commit batches in flight at once (group-commit.ts): writes asked for meanwhile form the next batch. */
+const MAX_BATCHES = 4;
+
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** Validates a schema name and returns it quoted for SQL. */
@@ -87,6 +91,13 @@ export interface PostgresAccess {
   run<T>(op: Op, fn: () => Promise<T>): Promise<T>;
   /** One statement on the pool, rows as raw text; a named statement is prepared once per connection. */
   query(statement: Statement | string, values?: readonly unknown[]): Promise<QueryResult<RawRow>>;
+  /**
+   * One write statement in the next group commit (group-commit.ts): the writes asked for together
+   * (before the microtasks already queued have run) share one transaction and one commit. It resolves
+   * once that commit returned; a lone write waits for no batch. `row` is the row it changes
+   * (statements go out in row order).
+   */
+  write(statement: Statement, values: readonly unknown[], row: RowRef): Promise<QueryResult<RawRow>>;
   /** A client for a transaction of several statements, released afterwards (broken connections discarded). */
   withClient<T>(fn: (client: PoolClient) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -102,6 +113,8 @@ export function openPostgres(connection: PostgresConnection, options: PostgresLe
   const pool: Pool = "pool" in connection ? connection.pool : ownPool(connection);
   let ready: Promise<void> | undefined;
   let closed = false;
+  /** The writes asked for and not yet answered: close waits for them. */
+  const writing = new Set<Promise<unknown>>();
 
   function fail(op: Op, err: unknown): EffectgateError {
     if (err instanceof EffectgateError) return err;
@@ -206,41 +219,82 @@ export function openPostgres(connection: PostgresConnection, options: PostgresLe
   const send = (query: QueryConfig): Promise<QueryResult<RawRow>> =>
     given ? withClient((client) => client.query<RawRow>(query)) : pool.query<RawRow>(query);
 
+  /** What is sent for `statement`: under its name (prepared once per connection) unless preparing is off. */
+  const config = (statement: Statement | string, values: readonly unknown[]): QueryConfig => {
+    const isNamed = prepared && typeof statement !== "string";
+    const text = typeof statement === "string" ? statement : statement.text;
+    return { text, values: values as unknown[], types: RAW_TYPES, ...(isNamed ? { name: statement.name } : {}) };
+  };
+
+  async function query(statement: Statement | string, values: readonly unknown[] = []): Promise<QueryResult<RawRow>> {
+    const sent = config(statement, values);
+    try {
+      return await send(sent);
+    } catch (err) {
+      // A column's type changed under a statement prepared on this connection (someone altered the table, or a
+      // newer effectgate migrated it): the server refused it before running it, so it is safe to send again
+      // unprepared, and this ledger stops preparing statements.
+      if (sent.name === undefined || !isStalePlan(err)) throw err;
+      prepared = false;
+      return send(config(statement, values));
+    }
+  }
+
+  const commits = pgGroupCommit({
+    maxBatches: MAX_BATCHES,
+    async connect() {
+      const client = await pool.connect();
+      try {
+        await tell(client);
+      } catch (err) {
+        client.release(err instanceof Error ? err : undefined);
+        throw err;
+      }
+      return client;
+    },
+    again(err) {
+      if (isStalePlan(err)) {
+        prepared = false;
+        return true;
+      }
+      return isTransient(err);
+    },
+  });
+
   return {
     schema: s,
     durability: options.durability ?? "fsync",
     now: given ? GIVEN_NOW_MS : NOW_MS,
     location,
-    async run(op, fn) {
-      if (closed) throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${location} was closed (could not ${op.what}). ${op.next}`);
-      try {
-        await prepare();
-        if (op.writes && options.readOnly === true) {
-          throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${location} was opened read-only (could not ${op.what}). Nothing was changed.`);
+    run(op, fn) {
+      if (closed) return Promise.reject(new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${location} was closed (could not ${op.what}). ${op.next}`));
+      const running = (async () => {
+        try {
+          await prepare();
+          if (op.writes && options.readOnly === true) {
+            throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger ${location} was opened read-only (could not ${op.what}). Nothing was changed.`);
+          }
+          return await fn();
+        } catch (err) {
+          throw fail(op, err);
         }
-        return await fn();
-      } catch (err) {
-        throw fail(op, err);
+      })();
+      if (op.writes) {
+        writing.add(running);
+        const done = () => void writing.delete(running);
+        running.then(done, done);
       }
+      return running;
     },
-    async query(statement, values = []) {
-      const isNamed = prepared && typeof statement !== "string";
-      const text = typeof statement === "string" ? statement : statement.text;
-      try {
-        return await send({ text, values: values as unknown[], types: RAW_TYPES, ...(isNamed ? { name: statement.name } : {}) });
-      } catch (err) {
-        // A column's type changed under a statement prepared on this connection (someone altered the table, or a
-        // newer effectgate migrated it): the server refused it before running it, so it is safe to send again
-        // unprepared, and this ledger stops preparing statements.
-        if (!isNamed || !isStalePlan(err)) throw err;
-        prepared = false;
-        return send({ text, values: values as unknown[], types: RAW_TYPES });
-      }
-    },
+    query,
+    write: (statement, values, row) => commits.add({ query: () => config(statement, values), alone: () => query(statement, values), row }),
     withClient,
     async close() {
       if (closed) return;
       closed = true;
+      // Writes asked for before close are sent and committed first (they may still be waiting for the schema).
+      await Promise.allSettled([...writing]);
+      await commits.drain();
       if (owned) await pool.end();
     },
   };
@@ -252,6 +306,8 @@ export function ownPool(connection: { connectionString: string; poolSize?: numbe
     max: connection.poolSize ?? 10,
     connectionTimeoutMillis: connection.connectTimeoutMs ?? 10_000,
     application_name: "effectgate",
+    // A group-commit batch (BEGIN, its statements, COMMIT) is written at once and answered in one round trip.
+    pipeline: true,
     // An idle pool does not keep a finished worker alive.
     allowExitOnIdle: true,
   });

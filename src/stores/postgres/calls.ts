@@ -15,7 +15,8 @@ import type { CheckpointRecords } from "../../contracts/checkpoints.js";
 import { callStatements, updateValues } from "../sql/call-statements.js";
 import { positional, type CompiledSql } from "../sql/dialect.js";
 import { MAY_BE_UNRECORDED, NOTHING_RAN, TRY_AGAIN, type Op, type PostgresAccess } from "./access.js";
-import { decodeCall, decodeMillis, RAW_TYPES, type RawRow } from "./rows.js";
+import { knownRecords } from "../sql/known-records.js";
+import { decodeCall, decodeMillis, RAW_TYPES, unknowable, type RawRow } from "./rows.js";
 import { named, postgresDialect, type Statement } from "./statements.js";
 
 const HALTED: Halted = { claimed: false, halted: true };
@@ -58,8 +59,14 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
     const [row] = await rows(compiled, values);
     return row && decodeCall(row, table);
   };
-  const count = async (compiled: CompiledSql, values: Record<string, unknown>) =>
-    (await access.query(prepared(compiled), positional(compiled, values))).rowCount;
+  /** A write of the record (tenant, key), sent in the next group commit (access.write). */
+  const write = (compiled: CompiledSql, values: Record<string, unknown> & { tenant: string; key: string }) =>
+    access.write(prepared(compiled), positional(compiled, values), { table: "calls", tenant: values.tenant, key: values.key });
+  const written = async (compiled: CompiledSql, values: Record<string, unknown> & { tenant: string; key: string }): Promise<CallRecord | undefined> => {
+    const [row] = (await write(compiled, values)).rows;
+    return row && decodeCall(row, table);
+  };
+  const count = async (compiled: CompiledSql, values: Record<string, unknown> & { tenant: string; key: string }) => (await write(compiled, values)).rowCount;
   const clock = named(`SELECT ${access.now} AS now`);
 
   /** A claim's named values. */
@@ -104,13 +111,19 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
       throw err;
     }
   });
+  // What this store last wrote of each held call, so its next write need not read the row back (sql/known-records.ts).
+  const known = knownRecords();
+  const remembered = <R extends ClaimResult | Halted | Repeated>(result: R): R => {
+    if (result.claimed) known.remember(result.record);
+    return result;
+  };
 
   /** The INSERT, and when it wrote nothing the record in the way; with `agent`, only while no kill switch covers the call. */
   const claim = async (request: ClaimRequest, agent?: string): Promise<ClaimResult | Halted> => {
     const values = claimValues(request);
     // A key removed between our INSERT and SELECT (an expired idempotency key) is claimable again: try once more.
     for (let tries = 0; tries < 3; tries++) {
-      const inserted = agent === undefined ? await one(sql.claim, values) : await one(sql.claimUnlessHalted, { ...values, agent });
+      const inserted = agent === undefined ? await written(sql.claim, values) : await written(sql.claimUnlessHalted, { ...values, agent });
       if (inserted) return { claimed: true, record: inserted };
       const existing = await one(sql.get, { tenant: request.tenant, key: request.key });
       if (existing) return { claimed: false, record: existing };
@@ -122,39 +135,69 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
 
   return {
     location: access.location,
-    claim: (request: ClaimRequest) => access.run(OPS.claim, async () => (await claim(request)) as ClaimResult),
-    claimUnlessHalted: (request: ClaimRequest, agent: string | undefined) => access.run(OPS.claim, () => claim(request, agent ?? "")),
     findRepeat: (query: RepeatQuery) => access.run(OPS.findRepeat, () => one(sql.findRepeat, repeatValues(query))),
-    claimUnlessRepeated: (request: ClaimRequest, windowMs: number) => access.run(OPS.claim, () => claimUnlessRepeated(request, windowMs)),
+    claimUnlessRepeated: (request: ClaimRequest, windowMs: number) => access.run(OPS.claim, async () => remembered(await claimUnlessRepeated(request, windowMs))),
     claimAnswered: (request: ClaimRequest, answer: Answer) =>
       access.run(OPS.answer, async (): Promise<ClaimResult> => {
         const values = { ...claimValues(request), state: answer.state, result: answer.result === null ? null : JSON.stringify(answer.result), error: answer.error };
-        const inserted = await one(sql.claimAnswered, values);
+        const inserted = await written(sql.claimAnswered, values);
         if (inserted) return { claimed: true, record: inserted };
         const existing = await one(sql.get, { tenant: request.tenant, key: request.key });
         if (existing) return { claimed: false, record: existing };
         throw new Error(`an answered claim of ${request.tenant}/${request.key} conflicted but the record is not there`);
       }),
+    claim: (request: ClaimRequest) => access.run(OPS.claim, async () => remembered(await claim(request)) as ClaimResult),
+    claimUnlessHalted: (request: ClaimRequest, agent: string | undefined) => access.run(OPS.claim, async () => remembered(await claim(request, agent ?? ""))),
     get: (tenant, key) => access.run(OPS.get, () => one(sql.get, { tenant, key })),
     update: (tenant: string, key: string, version: number, update: RecordUpdate) =>
       access.run(OPS.update, async () => {
-        const written = await one(sql.update[update.state], updateValues(tenant, key, version, update));
-        if (written) return written;
+        const values = updateValues(tenant, key, version, update);
+        const k = known.at(tenant, key, version);
+        let current: CallRecord | undefined;
+        if (k) {
+          // The record as this store wrote it: the row need not come back, only what cannot be computed.
+          const [row] = (await write(sql.updateKnown[update.state], { ...values, claim_token: k.record.claimToken })).rows;
+          if (row) return known.updated(k, update, values.result, unknowable(row, table));
+          known.forget(tenant, key, version);
+          current = await one(sql.get, { tenant, key });
+        }
+        // Unless the record was removed and claimed again since (another claim token, same version), a miss is final.
+        if (!k || (current?.version === version && current.claimToken !== k.record.claimToken)) {
+          const moved = await written(sql.update[update.state], values);
+          if (moved) {
+            known.remember(moved);
+            return moved;
+          }
+          current = await one(sql.get, { tenant, key });
+        }
         // Not written: a stale version (normal under races), or a move the state table forbids (a bug: say so).
-        const current = await one(sql.get, { tenant, key });
         if (current && current.version === version && isCallState(current.state)) assertTransition(key, current.state, update.state);
         return undefined;
       }),
     takeOver: (request: TakeOverRequest) =>
-      access.run(OPS.takeOver, () =>
-        one(sql.takeOver, {
+      access.run(OPS.takeOver, async () => {
+        const values = {
           tenant: request.tenant, key: request.key, version: request.version, owner: request.owner, lease_ms: request.leaseMs,
           dead: request.holderIsDead === true, fence: request.fence ?? null,
-        })),
+        };
+        const k = known.at(request.tenant, request.key, request.version);
+        if (k) {
+          const [row] = (await write(sql.takeOverKnown, { ...values, claim_token: k.record.claimToken })).rows;
+          if (row) return known.takenOver(k, request, unknowable(row, table));
+          known.forget(request.tenant, request.key, request.version);
+        }
+        const taken = await written(sql.takeOver, values);
+        if (taken) known.remember(taken);
+        return taken;
+      }),
     renewLease: (tenant, key, version, owner, leaseMs) =>
       access.run(OPS.renew, async () => (await count(sql.renew, { tenant, key, version, owner, lease_ms: leaseMs })) === 1),
     remove: (tenant, key, version, claimToken) =>
-      access.run(OPS.remove, async () => (await count(sql.remove, { tenant, key, version, claim_token: claimToken })) === 1),
+      access.run(OPS.remove, async () => {
+        const removed = (await count(sql.remove, { tenant, key, version, claim_token: claimToken })) === 1;
+        if (removed) known.forget(tenant, key);
+        return removed;
+      }),
     list: (q: ListQuery = {}) =>
       access.run(OPS.list, async () => {
         const list = sql.list(q);
@@ -182,7 +225,7 @@ export function postgresCheckpoints(access: PostgresAccess): CheckpointRecords {
   return {
     put: (tenant, id, data) =>
       access.run(OPS.putCheckpoint, async () => {
-        await access.query(prepared(sql.putCheckpoint), positional(sql.putCheckpoint, { tenant, id, data }));
+        await access.write(prepared(sql.putCheckpoint), positional(sql.putCheckpoint, { tenant, id, data }), { table: "checkpoints", tenant, key: id });
       }),
     get: (tenant, id) =>
       access.run(OPS.getCheckpoint, async () =>

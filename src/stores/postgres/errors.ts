@@ -109,6 +109,11 @@ export function isStalePlan(err: unknown): boolean {
   return codeOf(err) === "0A000" && err instanceof Error && /cached plan/i.test(err.message);
 }
 
+/** A deadlock or a serialization failure: the server rolled the transaction back, and the same statements may simply be sent again. */
+export function isTransient(err: unknown): boolean {
+  return codeOf(err) === "40P01" || codeOf(err) === "40001";
+}
+
 /** node-postgres's pool waited connectTimeoutMs for a connection: the server is silent, or every pooled connection stayed busy. */
 export function isPoolTimeout(err: unknown): boolean {
   return err instanceof Error && /timeout exceeded when trying to connect/i.test(err.message);

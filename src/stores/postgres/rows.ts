@@ -9,6 +9,7 @@ import { isCallState } from "../../core/states.js";
 import { isEffectClass } from "../../core/effect-class.js";
 import type { Json } from "../../core/json.js";
 import type { CallRecord } from "../../contracts/calls.js";
+import type { Unknowable } from "../sql/known-records.js";
 import { RowDamage } from "../row-damage.js";
 
 /** Every column as the server's text: no global parser (int8 as BigInt, json revivers…) touches the ledger's rows. */
@@ -87,6 +88,12 @@ export function decodeCall(row: RawRow, table: string): CallRecord {
     createdAt: f.int("created_at"),
     updatedAt: f.int("updated_at"),
   };
+}
+
+/** What a write of a known record returns (sql/known-records.ts). */
+export function unknowable(row: RawRow, table: string): Unknowable {
+  const f = fieldsOf(row, `record written in ${table}`);
+  return { leaseExpiresAt: f.optionalInt("lease_expires_at"), startedAt: f.int("started_at"), updatedAt: f.int("updated_at") };
 }
 
 export function decodeMillis(raw: string | null | undefined): number {

@@ -71,6 +71,39 @@ export interface ListStatement {
   readonly sql: CompiledSql;
   readonly values: Readonly<Record<string, unknown>>;
 }
+/** The update rule (contracts/call-rules.ts `applyUpdate`) for a move to `to`: fields not given keep their value; no owner, no lease. */
+const UPDATE = (to: CallState) => `UPDATE {calls} SET
+     state = :state:text,
+     result = CASE WHEN :set_result:boolean THEN :result:json ELSE result END,
+     error = CASE WHEN :set_error:boolean THEN :error:text ELSE error END,
+     owner = CASE WHEN :set_owner:boolean THEN :owner:text ELSE owner END,
+     lease_expires_at = CASE
+       WHEN (CASE WHEN :set_owner:boolean THEN :owner:text ELSE owner END) IS NULL THEN NULL
+       WHEN :lease_ms:bigint IS NOT NULL THEN {now} + :lease_ms:bigint
+       ELSE lease_expires_at END,
+     attempts = attempts + :count_attempt:integer,
+     started_at = CASE WHEN :count_attempt:integer = 1 OR :send_ended:boolean THEN {now} ELSE started_at END,
+     version = version + 1,
+     updated_at = {now}
+   {from_clock}
+   WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND state IN ${inList(allowedFrom(to))}`;
+
+/** The take-over rule (contracts/call-rules.ts `takeOverRecord`): the fence goes up by at least one. */
+const TAKE_OVER = `UPDATE {calls} SET owner = :owner:text, lease_expires_at = {now} + :lease_ms:bigint,
+     fence = CASE WHEN :fence:bigint IS NOT NULL AND :fence:bigint > fence + 1 THEN :fence:bigint ELSE fence + 1 END,
+     started_at = CASE WHEN ${LAST_POSSIBLE_SEND} > started_at THEN ${LAST_POSSIBLE_SEND} ELSE started_at END,
+     version = version + 1, updated_at = {now}
+   {from_clock}
+   WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND state IN ${HELD}
+     AND (:dead:boolean OR ${LEASE_RAN_OUT})`;
+
+/**
+ * What a write of a record the store knows (sql/known-records.ts) returns: only what the store cannot
+ * compute from what it wrote. The clock (the database's, in PostgreSQL), the lease (a renewal changes it
+ * without a new version) and the take-over's start of the last possible send (judged from that lease).
+ */
+const UNKNOWABLE = "lease_expires_at, started_at, updated_at";
+
 
 export interface CallStatements {
   readonly claim: CompiledSql;
@@ -85,7 +118,11 @@ export interface CallStatements {
   readonly get: CompiledSql;
   /** One per target state: its allowed-from states spelled out. */
   readonly update: Readonly<Record<CallState, CompiledSql>>;
+  /** `update` of the record with :claim_token at :version, as the store knows it: returns only the columns it cannot compute (UNKNOWABLE). */
+  readonly updateKnown: Readonly<Record<CallState, CompiledSql>>;
   readonly takeOver: CompiledSql;
+  /** `takeOver` of the record with :claim_token at :version, as the store knows it: returns only UNKNOWABLE. */
+  readonly takeOverKnown: CompiledSql;
   readonly renew: CompiledSql;
   readonly remove: CompiledSql;
   readonly unsettled: CompiledSql;
@@ -129,32 +166,10 @@ export function callStatements(dialect: Dialect): CallStatements {
     findRepeat: sql(`SELECT ${COLS.split(", ").map((c) => `r.${c}`).join(", ")} FROM {calls} r {join_clock} WHERE ${REPEATS}
        ORDER BY r.created_at, r.tenant, r.key LIMIT 1`),
     get: sql(`SELECT ${COLS} FROM {calls} WHERE tenant = :tenant:text AND key = :key:text`),
-    // The update rule (contracts/call-rules.ts `applyUpdate`): fields not given keep their value; no owner, no lease.
-    update: Object.fromEntries(CALL_STATES.map((to) => [to, sql(`UPDATE {calls} SET
-         state = :state:text,
-         result = CASE WHEN :set_result:boolean THEN :result:json ELSE result END,
-         error = CASE WHEN :set_error:boolean THEN :error:text ELSE error END,
-         owner = CASE WHEN :set_owner:boolean THEN :owner:text ELSE owner END,
-         lease_expires_at = CASE
-           WHEN (CASE WHEN :set_owner:boolean THEN :owner:text ELSE owner END) IS NULL THEN NULL
-           WHEN :lease_ms:bigint IS NOT NULL THEN {now} + :lease_ms:bigint
-           ELSE lease_expires_at END,
-         attempts = attempts + :count_attempt:integer,
-         started_at = CASE WHEN :count_attempt:integer = 1 OR :send_ended:boolean THEN {now} ELSE started_at END,
-         version = version + 1,
-         updated_at = {now}
-       {from_clock}
-       WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND state IN ${inList(allowedFrom(to))}
-       RETURNING ${COLS}`)])) as Record<CallState, CompiledSql>,
-    // The take-over rule (contracts/call-rules.ts `takeOverRecord`): the fence goes up by at least one.
-    takeOver: sql(`UPDATE {calls} SET owner = :owner:text, lease_expires_at = {now} + :lease_ms:bigint,
-         fence = CASE WHEN :fence:bigint IS NOT NULL AND :fence:bigint > fence + 1 THEN :fence:bigint ELSE fence + 1 END,
-         started_at = CASE WHEN ${LAST_POSSIBLE_SEND} > started_at THEN ${LAST_POSSIBLE_SEND} ELSE started_at END,
-         version = version + 1, updated_at = {now}
-       {from_clock}
-       WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND state IN ${HELD}
-         AND (:dead:boolean OR ${LEASE_RAN_OUT})
-       RETURNING ${COLS}`),
+    update: Object.fromEntries(CALL_STATES.map((to) => [to, sql(`${UPDATE(to)} RETURNING ${COLS}`)])) as Record<CallState, CompiledSql>,
+    updateKnown: Object.fromEntries(CALL_STATES.map((to) => [to, sql(`${UPDATE(to)} AND claim_token = :claim_token:text RETURNING ${UNKNOWABLE}`)])) as Record<CallState, CompiledSql>,
+    takeOver: sql(`${TAKE_OVER} RETURNING ${COLS}`),
+    takeOverKnown: sql(`${TAKE_OVER} AND claim_token = :claim_token:text RETURNING ${UNKNOWABLE}`),
     renew: sql(`UPDATE {calls} SET lease_expires_at = {now} + :lease_ms:bigint
        {from_clock}
        WHERE tenant = :tenant:text AND key = :key:text AND version = :version:integer AND owner = :owner:text AND state IN ${HELD}`),
@@ -201,7 +216,7 @@ export function callStatements(dialect: Dialect): CallStatements {
 export function updateValues(
   tenant: string, key: string, version: number,
   update: { state: CallState; result?: unknown; error?: string | null; owner?: string | null; leaseMs?: number; countAttempt?: boolean; sendEnded?: boolean },
-): Record<string, unknown> {
+): Record<string, unknown> & { readonly tenant: string; readonly key: string; readonly result: string | null } {
   return {
     tenant, key, version, state: update.state,
     set_result: update.result !== undefined,

@@ -18,6 +18,7 @@ import { newClaimToken } from "../../contracts/call-rules.js";
 import { RowDamage } from "../row-damage.js";
 import { callStatements, updateValues } from "../sql/call-statements.js";
 import { sqliteValues, type CompiledSql, type Dialect } from "../sql/dialect.js";
+import { knownRecords, type Known, type Unknowable } from "../sql/known-records.js";
 import { preparedOnce, type Db, type SqliteAccess } from "./access.js";
 
 const SQLITE_DIALECT: Dialect = {
@@ -88,7 +89,25 @@ const statements = preparedOnce((db: Db) => {
   };
 });
 
+/** What a write of a known record returns (call-statements.ts UNKNOWABLE). */
+interface UnknowableRow {
+  lease_expires_at: number | null;
+  started_at: number;
+  updated_at: number;
+}
+
+/** What a write returned inside its batch: the few columns of a known record, or the whole record. */
+type Written = { readonly known: UnknowableRow; readonly record?: undefined } | { readonly record: CallRecord };
+
+const unknowable = (row: UnknowableRow): Unknowable => ({ leaseExpiresAt: row.lease_expires_at, startedAt: row.started_at, updatedAt: row.updated_at });
+
 export function sqliteCallStore(access: SqliteAccess): CallStore {
+  // What this store last wrote of each held call, so its next write need not read the row back (sql/known-records.ts).
+  const known = knownRecords();
+  const remembered = <R extends ClaimResult | Halted | Repeated>(result: R): R => {
+    if (result.claimed) known.remember(result.record);
+    return result;
+  };
   /** Runs one compiled statement at the store's clock and returns its rows. */
   const rows = (db: Db, sql: CompiledSql, values: Record<string, unknown>) =>
     statements(db)(sql).all(sqliteValues({ now: access.clock(), ...values })) as Row[];
@@ -139,38 +158,71 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
   };
   return {
     location: access.location,
-    claim: (request: ClaimRequest) => access.batched("claim a call", (db) => claim(db, request) as ClaimResult),
-    claimUnlessHalted: (request: ClaimRequest, agent: string | undefined) => access.batched("claim a call", (db) => claim(db, request, agent ?? "")),
     findRepeat: (query: RepeatQuery) => access.run("look for a call this one repeats", (db) => findRepeat(db, query)),
-    claimUnlessRepeated: (request: ClaimRequest, windowMs: number) => access.batched("claim a call", (db) => claimUnlessRepeated(db, request, windowMs)),
+    claimUnlessRepeated: async (request: ClaimRequest, windowMs: number) => remembered(await access.batched("claim a call", (db) => claimUnlessRepeated(db, request, windowMs))),
     claimAnswered: (request: ClaimRequest, answer: Answer) => access.batched("record a call answered without running it", (db) => claimAnswered(db, request, answer)),
+    claim: async (request: ClaimRequest) => remembered(await access.batched("claim a call", (db) => claim(db, request) as ClaimResult)),
+    claimUnlessHalted: async (request: ClaimRequest, agent: string | undefined) =>
+      remembered(await access.batched("claim a call", (db) => claim(db, request, agent ?? ""))),
     get: (tenant, key) =>
       access.run("read a call", (db) => {
         const [row] = rows(db, SQL.get, { tenant, key });
         return row && decode(row);
       }),
-    update: (tenant: string, key: string, version: number, update: RecordUpdate) =>
-      access.batched("record a call's outcome", (db) => {
-        const [row] = rows(db, SQL.update[update.state], updateValues(tenant, key, version, update));
-        if (row) return decode(row);
+    update: async (tenant: string, key: string, version: number, update: RecordUpdate) => {
+      const values = updateValues(tenant, key, version, update);
+      const k = known.at(tenant, key, version);
+      const out = await access.batched("record a call's outcome", (db): Written | undefined => {
+        let current: Row | undefined;
+        if (k) {
+          // The record as this store wrote it: the row need not come back, only what cannot be computed.
+          const [row] = rows(db, SQL.updateKnown[update.state], { ...values, claim_token: k.record.claimToken }) as UnknowableRow[];
+          if (row) return { known: row };
+          [current] = rows(db, SQL.get, { tenant, key });
+        }
+        // Unless the record was removed and claimed again since (another claim token, same version), a miss is final.
+        if (!k || (current?.version === version && current.claim_token !== k.record.claimToken)) {
+          const [row] = rows(db, SQL.update[update.state], values);
+          if (row) return { record: decode(row) };
+          [current] = rows(db, SQL.get, { tenant, key });
+        }
         // Not written: a stale version (normal under races), or a move the state table forbids (a bug: say so).
-        const [current] = rows(db, SQL.get, { tenant, key });
         if (current && current.version === version && isCallState(current.state)) assertTransition(key, current.state, update.state);
         return undefined;
-      }),
-    takeOver: (request: TakeOverRequest) =>
-      access.batched("take over a call", (db) => {
-        const [row] = rows(db, SQL.takeOver, {
-          tenant: request.tenant, key: request.key, version: request.version, owner: request.owner,
-          lease_ms: request.leaseMs, dead: request.holderIsDead === true, fence: request.fence ?? null,
-        });
-        return row && decode(row);
-      }),
+      });
+      // Committed: only now is what it wrote remembered.
+      if (out === undefined) known.forget(tenant, key, version);
+      else if ("known" in out) return known.updated(k as Known, update, values.result, unknowable(out.known));
+      else known.remember(out.record);
+      return out?.record;
+    },
+    takeOver: async (request: TakeOverRequest) => {
+      const values = {
+        tenant: request.tenant, key: request.key, version: request.version, owner: request.owner,
+        lease_ms: request.leaseMs, dead: request.holderIsDead === true, fence: request.fence ?? null,
+      };
+      const k = known.at(request.tenant, request.key, request.version);
+      const out = await access.batched("take over a call", (db): Written | undefined => {
+        if (k) {
+          const [row] = rows(db, SQL.takeOverKnown, { ...values, claim_token: k.record.claimToken }) as UnknowableRow[];
+          if (row) return { known: row };
+        }
+        const [row] = rows(db, SQL.takeOver, values);
+        return row && { record: decode(row) };
+      });
+      if (out === undefined) known.forget(request.tenant, request.key, request.version);
+      else if ("known" in out) return known.takenOver(k as Known, request, unknowable(out.known));
+      else known.remember(out.record);
+      return out?.record;
+    },
     renewLease: (tenant, key, version, owner, leaseMs) =>
       access.batched("renew a lease", (db) =>
         statements(db)(SQL.renew).run(sqliteValues({ tenant, key, version, owner, lease_ms: leaseMs, now: access.clock() })).changes === 1),
-    remove: (tenant, key, version, claimToken) =>
-      access.batched("remove a record", (db) => statements(db)(SQL.remove).run({ tenant, key, version, claim_token: claimToken }).changes === 1),
+    remove: async (tenant, key, version, claimToken) => {
+      const removed = await access.batched("remove a record", (db) => statements(db)(SQL.remove).run({ tenant, key, version, claim_token: claimToken }).changes === 1);
+      if (removed) known.forget(tenant, key);
+      return removed;
+    },
     list: (query: ListQuery = {}) =>
       access.run("list calls", (db) => {
         const list = SQL.list(query);

@@ -343,6 +343,64 @@ export const callsSuite: ContractSuiteDefinition = {
       expect(await keys({ after: { createdAt: 0, tenant: "__proto__", key: "y".repeat(100_000) }, tenant: "__proto__" })).toEqual(["__proto__/constructor"]);
     });
 
+    // A store may compute the record a write returns from what it wrote instead of reading the row back: it must be the row.
+    test("every record update and takeOver return is the record as stored: get() right after reads the same, a renewed lease included", async () => {
+      const get = () => ledger.calls.get("acme", "toolu_1");
+      const { record } = await ledger.calls.claim(claimRequest({ leaseMs: 60_000 }));
+      expect(await get()).toStrictEqual(record);
+      // A renewal changes the lease without a new version: the next record written must show it.
+      expect(await ledger.calls.renewLease("acme", "toolu_1", 1, "worker-a", 120_000)).toBe(true);
+      const probing = await ledger.calls.update("acme", "toolu_1", 1, { state: "uncertain", error: "timed out, probing" });
+      expect(probing).toStrictEqual(await get());
+      expect(probing?.leaseExpiresAt).toBeGreaterThanOrEqual(record.createdAt + 120_000);
+      const rerun = await ledger.calls.update("acme", "toolu_1", 2, { state: "in_progress", countAttempt: true, leaseMs: 30_000, error: null });
+      expect(rerun).toStrictEqual(await get());
+      const released = await ledger.calls.update("acme", "toolu_1", 3, { state: "uncertain", owner: null, sendEnded: true, error: "no answer" });
+      expect(released).toStrictEqual(await get());
+      const taken = await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 4, owner: "worker-b", leaseMs: 60_000 });
+      expect(taken).toStrictEqual(await get());
+      expect(await ledger.calls.renewLease("acme", "toolu_1", 5, "worker-b", 90_000)).toBe(true);
+      const takenFromLive = await ledger.calls.takeOver({ tenant: "acme", key: "toolu_1", version: 5, owner: "worker-c", leaseMs: 60_000, holderIsDead: true, fence: 9 });
+      expect(takenFromLive).toStrictEqual(await get());
+      expect(takenFromLive).toMatchObject({ owner: "worker-c", fence: 9, version: 6 });
+      const result = { ticket: "T-1", text: "línea ☃", list: [1, null, { deep: true }] };
+      const done = await ledger.calls.update("acme", "toolu_1", 6, { state: "completed", result, owner: null });
+      expect(done).toStrictEqual(await get());
+      expect(done).toMatchObject({ state: "completed", result, owner: null, leaseExpiresAt: null, version: 7 });
+      const undone = await ledger.calls.update("acme", "toolu_1", 7, { state: "compensated", error: "refunded" });
+      expect(undone).toStrictEqual(await get());
+      // A take-over of a lease that ran out moves startedAt up to that lease's end.
+      await ledger.calls.claim(claimRequest({ key: "expired", leaseMs: -1 }));
+      const late = await ledger.calls.takeOver({ tenant: "acme", key: "expired", version: 1, owner: "worker-b", leaseMs: 1000 });
+      expect(late).toStrictEqual(await ledger.calls.get("acme", "expired"));
+    });
+
+    test("a record removed and claimed again is written as the new claim, even at the version the old one had", async () => {
+      const first = (await ledger.calls.claim(claimRequest())).record;
+      expect(await ledger.calls.remove("acme", "toolu_1", 1, first.claimToken)).toBe(true);
+      const second = (await ledger.calls.claim(claimRequest({ owner: "worker-b", input: { title: "second" }, fingerprint: "fp-2" }))).record;
+      const done = await ledger.calls.update("acme", "toolu_1", 1, { state: "completed", result: { n: 2 }, owner: null });
+      expect(done).toStrictEqual(await ledger.calls.get("acme", "toolu_1"));
+      expect(done).toMatchObject({ claimToken: second.claimToken, input: { title: "second" }, fingerprint: "fp-2", result: { n: 2 } });
+      await ledger.calls.claim(claimRequest({ key: "again", leaseMs: -1 }));
+      const gone = (await ledger.calls.get("acme", "again"))!;
+      expect(await ledger.calls.remove("acme", "again", 1, gone.claimToken)).toBe(true);
+      const third = (await ledger.calls.claim(claimRequest({ key: "again", owner: "worker-c", leaseMs: -1 }))).record;
+      const taken = await ledger.calls.takeOver({ tenant: "acme", key: "again", version: 1, owner: "worker-d", leaseMs: 1000 });
+      expect(taken).toStrictEqual(await ledger.calls.get("acme", "again"));
+      expect(taken?.claimToken).toBe(third.claimToken);
+    });
+
+    test("records a write returns are copies: changing one changes neither the store nor the next record written", async () => {
+      await ledger.calls.claim(claimRequest());
+      const probing = await ledger.calls.update("acme", "toolu_1", 1, { state: "uncertain", error: "timed out", result: { partial: [1] } });
+      (probing!.input as Record<string, unknown>).title = "tampered";
+      ((probing!.result as Record<string, unknown[]>).partial as unknown[]).push(2);
+      const done = await ledger.calls.update("acme", "toolu_1", 2, { state: "completed", owner: null });
+      expect(done).toMatchObject({ input: { title: "printer on fire" }, result: { partial: [1] } });
+      expect(await ledger.calls.get("acme", "toolu_1")).toStrictEqual(done);
+    });
+
     test("records returned are copies: changing one does not change the store", async () => {
       const { record } = await ledger.calls.claim(claimRequest());
       (record.input as Record<string, unknown>).title = "tampered";
