@@ -27,7 +27,9 @@ beforeAll(() => {
   requireBuild(); // the approval tests decide from the built CLI
 });
 
-const dir = tempDir("effectgate-agents-020-");
+// Made on first use: on Node 20 every test here is skipped, and vitest then runs no afterAll to remove a folder made up front.
+let made: string | undefined;
+const workDir = () => (made ??= tempDir("effectgate-agents-020-"));
 let n = 0;
 const opened: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -44,7 +46,7 @@ const approveTickets = (when?: Condition): Policy =>
   ({ approvals: { rules: [{ tool: "create_ticket", ...(when === undefined ? {} : { when }), reason: "tickets are checked by a person" }] } });
 
 function gateFor(service: TicketService, policy: Policy): { gate: Gate; file: string } {
-  const file = join(dir, `ledger-${++n}.db`);
+  const file = join(workDir(), `ledger-${++n}.db`);
   const ledger = sqliteLedger(file);
   const gate = createGate({ tools: [createTicketTool(service.url)], ledger, onAlert: () => {}, policy });
   opened.push({ close: async () => { await gate.close(); await ledger.close(); } });
@@ -191,11 +193,11 @@ describe(`@openai/agents 0.20: approvals through the SDK's approval surface${new
 
 describe(`@openai/agents 0.20: a worker SIGKILLed right after the tool's effect${newerSdkLinesNote}`, { skip: !newerSdkLines }, () => {
   const worker = fileURLToPath(new URL("./fixtures/agents-worker.mjs", import.meta.url));
-  const runWorker = (job: Record<string, unknown>) => runFixture(worker, { sdk: "0.20", ...job }, { cwd: dir, label: `agents 0.20 worker (${String(job.mode)})` });
+  const runWorker = (job: Record<string, unknown>) => runFixture(worker, { sdk: "0.20", ...job }, { cwd: workDir(), label: `agents 0.20 worker (${String(job.mode)})` });
 
   it("is resumed from its saved RunState in a fresh process: the ticket was made once and the agent gets that ticket", async () => {
     const service = await ticketService();
-    const files = { ledger: join(dir, `crash-${++n}.db`), state: join(dir, `run-state-${n}.json`) };
+    const files = { ledger: join(workDir(), `crash-${++n}.db`), state: join(workDir(), `run-state-${n}.json`) };
     const started = await runWorker({ mode: "start", ...files, url: service.url });
     expect(started, started.stderr).toMatchObject({ code: 0, lines: [{ saved: 1 }] });
     const [request] = await approvalsIn(files.ledger);
