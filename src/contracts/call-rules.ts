@@ -57,6 +57,11 @@ export function answeredRecord(request: ClaimRequest, answer: Answer, now: numbe
 /** The states in which an earlier call is repeated by a new one whatever its age: its outcome is not settled yet. */
 export const REPEATED_UNSETTLED = ["in_progress", "uncertain", "needs_human"] as const;
 
+/** The repeat query a claim unless repeated asks: the calls its request would repeat. */
+export function repeatQueryOf(request: ClaimRequest, windowMs: number): RepeatQuery {
+  return { tenant: request.tenant, task: request.task, fingerprint: request.fingerprint, key: request.key, windowMs };
+}
+
 /** The repeat rule (CallStore.findRepeat): same tenant, task and fingerprint, another key, unsettled or completed within the window. */
 export function isRepeatOf(record: CallRecord, query: RepeatQuery, now: number): boolean {
   if (record.tenant !== query.tenant || record.task !== query.task || record.fingerprint !== query.fingerprint || record.key === query.key) return false;

@@ -22,9 +22,18 @@ export interface RepeatMethods {
   answer(request: ClaimRequest, answer: Answer): Promise<ClaimResult>;
 }
 
+// Bound once per store, not on every call that asks (the pipeline asks for every write of a tool with a policy).
+const bound = new WeakMap<CallStore, RepeatMethods | null>();
+
 export function repeatMethods(calls: CallStore): RepeatMethods | undefined {
-  if (!calls.findRepeat || !calls.claimUnlessRepeated || !calls.claimAnswered) return undefined;
-  return { find: calls.findRepeat.bind(calls), claim: calls.claimUnlessRepeated.bind(calls), answer: calls.claimAnswered.bind(calls) };
+  let methods = bound.get(calls);
+  if (methods === undefined) {
+    methods = calls.findRepeat && calls.claimUnlessRepeated && calls.claimAnswered
+      ? { find: calls.findRepeat.bind(calls), claim: calls.claimUnlessRepeated.bind(calls), answer: calls.claimAnswered.bind(calls) }
+      : null;
+    bound.set(calls, methods);
+  }
+  return methods ?? undefined;
 }
 
 export interface RepeatableCall {

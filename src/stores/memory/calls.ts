@@ -5,7 +5,7 @@
  */
 import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
 import { assertTransition, isHeld } from "../../core/states.js";
-import { answeredRecord, applyUpdate, isRepeatOf, isTakeable, listOrder, matchesList, newClaimToken, newRecord, takeOverRecord } from "../../contracts/call-rules.js";
+import { answeredRecord, applyUpdate, isRepeatOf, isTakeable, listOrder, matchesList, newClaimToken, newRecord, repeatQueryOf, takeOverRecord } from "../../contracts/call-rules.js";
 import { changeOrder, isAfter } from "../../contracts/change-order.js";
 import { recordId } from "./ids.js";
 import type { Json } from "../../core/json.js";
@@ -48,8 +48,6 @@ export function memoryCallStore(clock: () => number, halted?: (tenant: string, a
     }
     return earliest;
   };
-  const repeatOf = (request: ClaimRequest, windowMs: number): RepeatQuery =>
-    ({ tenant: request.tenant, task: request.task, fingerprint: request.fingerprint, key: request.key, windowMs });
 
   return {
     location: "memory",
@@ -60,7 +58,7 @@ export function memoryCallStore(clock: () => number, halted?: (tenant: string, a
     async claimUnlessRepeated(request: ClaimRequest, windowMs: number): Promise<ClaimResult | Repeated> {
       const existing = calls.get(id(request.tenant, request.key));
       if (existing) return { claimed: false, record: copy(existing) };
-      const repeated = findRepeat(repeatOf(request, windowMs));
+      const repeated = findRepeat(repeatQueryOf(request, windowMs));
       if (repeated) return { claimed: false, repeats: copy(repeated) };
       return claim(request) as ClaimResult;
     },

@@ -9,10 +9,10 @@
  *   workers whose clocks disagree still agree on whose lease ran out.
  */
 import { assertTransition, isCallState } from "../../core/states.js";
-import { newClaimToken } from "../../contracts/call-rules.js";
+import { newClaimToken, repeatQueryOf } from "../../contracts/call-rules.js";
 import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
 import type { CheckpointRecords } from "../../contracts/checkpoints.js";
-import { callStatements, updateValues } from "../sql/call-statements.js";
+import { callStatements, repeatValues, updateValues } from "../sql/call-statements.js";
 import { positional, type CompiledSql } from "../sql/dialect.js";
 import { MAY_BE_UNRECORDED, NOTHING_RAN, TRY_AGAIN, type Op, type PostgresAccess } from "./access.js";
 import { knownRecords } from "../sql/known-records.js";
@@ -76,7 +76,6 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
     input_redacted: request.inputRedacted, owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null,
     claim_token: newClaimToken(),
   });
-  const repeatValues = (q: RepeatQuery) => ({ tenant: q.tenant, task: q.task, fingerprint: q.fingerprint, key: q.key, window_ms: q.windowMs });
 
   /**
    * The claim unless repeated, in a transaction that first takes an advisory lock on the call's
@@ -99,7 +98,7 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
         const existing = decoded((await q(sql.get, { tenant: request.tenant, key: request.key })).rows);
         if (existing) out = { claimed: false, record: existing };
         else {
-          const repeats = decoded((await q(sql.findRepeat, repeatValues({ ...request, windowMs }))).rows);
+          const repeats = decoded((await q(sql.findRepeat, repeatValues(repeatQueryOf(request, windowMs)))).rows);
           if (repeats) out = { claimed: false, repeats };
         }
       }

@@ -7,7 +7,7 @@
  */
 import { allowedFrom, CALL_STATES, HELD_STATES, type CallState } from "../../core/states.js";
 import { REPEATED_UNSETTLED } from "../../contracts/call-rules.js";
-import type { ListQuery } from "../../contracts/calls.js";
+import type { ListQuery, RepeatQuery } from "../../contracts/calls.js";
 import { compile, type CompiledSql, type Dialect } from "./dialect.js";
 
 /** The columns every statement returns, named rather than `*` (a cached plan survives a column added by a later migration). */
@@ -105,6 +105,23 @@ const TAKE_OVER = `UPDATE {calls} SET owner = :owner:text, lease_expires_at = {n
 const UNKNOWABLE = "lease_expires_at, started_at, updated_at";
 
 
+/** A claim's state and holder: `in_progress`, held by :owner for :lease_ms, its first attempt (contracts/call-rules.ts `newRecord`). */
+const CLAIMED = "'in_progress', NULL, NULL, :owner:text, {now} + :lease_ms:bigint, 1";
+/** A call answered without running its tool (`answeredRecord`): settled in :state, nobody holding it, no attempt. */
+const ANSWERED = ":state:text, :result:json, :error:text, NULL, NULL, 0";
+
+/**
+ * The one INSERT of a new record, made only `where` holds (`true`: always); a key that exists is
+ * left as it is (ON CONFLICT DO NOTHING). `WHERE` even when always: SQLite needs a WHERE before ON
+ * CONFLICT when the rows come from a SELECT.
+ */
+const insertCall = (where: string, stateAndHolder: string = CLAIMED) => `INSERT INTO {calls} (${COLS})
+   SELECT :tenant:text, :key:text, :tool:text, :effect:text, :task:text, :tool_use_id:text, :fingerprint:text, :input:json,
+     :input_redacted:boolean, ${stateAndHolder}, coalesce(:fence:bigint, 1), {now},
+     :claim_token:text, 1, {now}, {now}
+   {from_clock} WHERE ${where}
+   ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`;
+
 export interface CallStatements {
   readonly claim: CompiledSql;
   /** The claim, made only when no kill switch covers :tenant and :agent ('' = every tenant, every agent). */
@@ -136,33 +153,10 @@ export function callStatements(dialect: Dialect): CallStatements {
   const sql = (template: string) => compile(dialect, template);
   const lists = new Map<string, CompiledSql>();
   return {
-    // `WHERE true`: SQLite needs a WHERE before ON CONFLICT when the rows come from a SELECT.
-    claim: sql(`INSERT INTO {calls} (${COLS})
-       SELECT :tenant:text, :key:text, :tool:text, :effect:text, :task:text, :tool_use_id:text, :fingerprint:text, :input:json,
-         :input_redacted:boolean, 'in_progress', NULL, NULL, :owner:text, {now} + :lease_ms:bigint, 1, coalesce(:fence:bigint, 1), {now},
-         :claim_token:text, 1, {now}, {now}
-       {from_clock} WHERE true
-       ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`),
-    claimUnlessHalted: sql(`INSERT INTO {calls} (${COLS})
-       SELECT :tenant:text, :key:text, :tool:text, :effect:text, :task:text, :tool_use_id:text, :fingerprint:text, :input:json,
-         :input_redacted:boolean, 'in_progress', NULL, NULL, :owner:text, {now} + :lease_ms:bigint, 1, coalesce(:fence:bigint, 1), {now},
-         :claim_token:text, 1, {now}, {now}
-       {from_clock}
-       WHERE NOT EXISTS (SELECT 1 FROM {kill_switches} WHERE tenant IN ('', :tenant:text) AND agent IN ('', :agent:text))
-       ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`),
-    claimUnlessRepeated: sql(`INSERT INTO {calls} (${COLS})
-       SELECT :tenant:text, :key:text, :tool:text, :effect:text, :task:text, :tool_use_id:text, :fingerprint:text, :input:json,
-         :input_redacted:boolean, 'in_progress', NULL, NULL, :owner:text, {now} + :lease_ms:bigint, 1, coalesce(:fence:bigint, 1), {now},
-         :claim_token:text, 1, {now}, {now}
-       {from_clock}
-       WHERE NOT EXISTS (SELECT 1 FROM {calls} r WHERE ${REPEATS})
-       ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`),
-    claimAnswered: sql(`INSERT INTO {calls} (${COLS})
-       SELECT :tenant:text, :key:text, :tool:text, :effect:text, :task:text, :tool_use_id:text, :fingerprint:text, :input:json,
-         :input_redacted:boolean, :state:text, :result:json, :error:text, NULL, NULL, 0, coalesce(:fence:bigint, 1), {now},
-         :claim_token:text, 1, {now}, {now}
-       {from_clock} WHERE true
-       ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`),
+    claim: sql(insertCall("true")),
+    claimUnlessHalted: sql(insertCall("NOT EXISTS (SELECT 1 FROM {kill_switches} WHERE tenant IN ('', :tenant:text) AND agent IN ('', :agent:text))")),
+    claimUnlessRepeated: sql(insertCall(`NOT EXISTS (SELECT 1 FROM {calls} r WHERE ${REPEATS})`)),
+    claimAnswered: sql(insertCall("true", ANSWERED)),
     findRepeat: sql(`SELECT ${COLS.split(", ").map((c) => `r.${c}`).join(", ")} FROM {calls} r {join_clock} WHERE ${REPEATS}
        ORDER BY r.created_at, r.tenant, r.key LIMIT 1`),
     get: sql(`SELECT ${COLS} FROM {calls} WHERE tenant = :tenant:text AND key = :key:text`),
@@ -229,4 +223,9 @@ export function updateValues(
     count_attempt: update.countAttempt === true ? 1 : 0,
     send_ended: update.sendEnded === true,
   };
+}
+
+/** A repeat query's named values (findRepeat; claimUnlessRepeated takes window_ms beside the claim's). */
+export function repeatValues(query: RepeatQuery): Record<string, unknown> {
+  return { tenant: query.tenant, task: query.task, fingerprint: query.fingerprint, key: query.key, window_ms: query.windowMs };
 }

@@ -14,9 +14,9 @@ import { isEffectClass } from "../../core/effect-class.js";
 import type { Json } from "../../core/json.js";
 import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
 import type { CheckpointRecords } from "../../contracts/checkpoints.js";
-import { newClaimToken } from "../../contracts/call-rules.js";
+import { newClaimToken, repeatQueryOf } from "../../contracts/call-rules.js";
 import { RowDamage } from "../row-damage.js";
-import { callStatements, updateValues } from "../sql/call-statements.js";
+import { callStatements, repeatValues, updateValues } from "../sql/call-statements.js";
 import { sqliteValues, type CompiledSql, type Dialect } from "../sql/dialect.js";
 import { knownRecords, type Known, type Unknowable } from "../sql/known-records.js";
 import { preparedOnce, type Db, type SqliteAccess } from "./access.js";
@@ -134,7 +134,7 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
     throw new Error("claim conflicted but the record is not there");
   };
   const findRepeat = (db: Db, query: RepeatQuery): CallRecord | undefined => {
-    const [row] = rows(db, SQL.findRepeat, { tenant: query.tenant, task: query.task, fingerprint: query.fingerprint, key: query.key, window_ms: query.windowMs });
+    const [row] = rows(db, SQL.findRepeat, repeatValues(query));
     return row && decode(row);
   };
   // One writer at a time (the batch's transaction): the NOT EXISTS and the INSERT see the same file, so no twin slips between them.
@@ -143,7 +143,7 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
     if (inserted) return { claimed: true, record: decode(inserted) };
     const found = existing(db, request);
     if (found) return found;
-    const repeats = findRepeat(db, { tenant: request.tenant, task: request.task, fingerprint: request.fingerprint, key: request.key, windowMs });
+    const repeats = findRepeat(db, repeatQueryOf(request, windowMs));
     if (repeats) return { claimed: false, repeats };
     throw new Error("a claim unless repeated wrote nothing, but neither its record nor the call it repeats is there");
   };
