@@ -16,7 +16,7 @@ import { createGate, defineTool, type Gate } from "../../src/index.js";
 import { listApprovals, setKillSwitch } from "../../src/operator.js";
 import { sqliteLedger } from "../../src/sqlite.js";
 import { runCli } from "../cli/run-cli.js";
-import { startChargeService, type ChargeService } from "../support/charge-service.js";
+import { postCharge, startChargeService } from "../support/charge-service.js";
 import { requireBuild } from "../support/processes.js";
 import { newerSdkLines, newerSdkLinesNote } from "../support/sdk-lines.js";
 import { tempDir } from "../support/tmp.js";
@@ -38,14 +38,6 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-/** POST to a charge service with the call's key: the service counts what it applies. */
-async function post(service: ChargeService, key: string, body: unknown): Promise<unknown> {
-  const res = await fetch(`${service.url}/charges`, {
-    method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify(body),
-  });
-  return res.json();
-}
-
 async function setup() {
   const payments = await startChargeService({ instant: true });
   const mailer = await startChargeService({ instant: true });
@@ -55,13 +47,13 @@ async function setup() {
     description: "Charge the customer's card",
     effect: "write",
     input: z.object({ amount: z.number() }),
-    execute: (input, ctx) => post(payments, ctx.idempotencyKey, input),
+    execute: (input, ctx) => postCharge(payments, ctx.idempotencyKey, input),
   });
   const receipt = defineTool({
     name: "send_receipt",
     effect: "write",
     input: z.object({ to: z.string() }),
-    execute: (input, ctx) => post(mailer, ctx.idempotencyKey, { amount: 1, to: input.to }),
+    execute: (input, ctx) => postCharge(mailer, ctx.idempotencyKey, { amount: 1, to: input.to }),
   });
   const balance = defineTool({ name: "balance", effect: "read", input: z.object({}), execute: () => ({ balance: 100 }) });
   const gate = createGate({
@@ -98,7 +90,7 @@ describe(`effectgate/ai-sdk on ai 7: the SDK's own duplicate path${newerSdkLines
     closers.push(() => payments.close());
     const charge = tool({
       inputSchema: z.object({ amount: z.number() }),
-      execute: (input, { toolCallId }) => post(payments, toolCallId, input),
+      execute: (input, { toolCallId }) => postCharge(payments, toolCallId, input),
     });
     const model = scriptedModel([toolCalls({ id: "call_1", name: "charge_card", input: { amount: 30 } }), text("done")]);
     const options = { tools: { charge_card: charge }, toolApproval: { charge_card: "user-approval" as const } };
@@ -304,7 +296,7 @@ describe(`effectgate/ai-sdk on ai 7: context, prepareStep and wrapped SDK tools$
       contextSchema: z.object({ tenant: z.string(), chat: z.string().trim() }),
       execute: async (input, options) => {
         seen.push({ toolCallId: options.toolCallId, messages: options.messages.length, context: options.context });
-        return post(payments, options.toolCallId, input);
+        return postCharge(payments, options.toolCallId, input);
       },
     });
     const gate = createGate({ tools: [fromAiSdkTool("charge_card", sdkCharge, { effect: "write" })], ledger: sqliteLedger(join(tempDir(), "l.db")), onAlert: () => {} });

@@ -14,7 +14,7 @@ import { z } from "zod";
 import { anthropicTools } from "../../src/anthropic.js";
 import { createGate, defineTool } from "../../src/index.js";
 import { sqliteLedger } from "../../src/sqlite.js";
-import { startChargeService, type ChargeService } from "../support/charge-service.js";
+import { postCharge, startChargeService, type ChargeService } from "../support/charge-service.js";
 import { tempDir } from "../support/tmp.js";
 import { dropped, overloaded, serverError, startFakeMessagesApi, textBlock, toolUse, type FakeMessagesApi, type Reply } from "./fake-messages-api.js";
 
@@ -39,23 +39,16 @@ async function payments(): Promise<ChargeService> {
   return service;
 }
 
-async function post(service: ChargeService, key: string, input: unknown): Promise<unknown> {
-  const res = await fetch(`${service.url}/charges`, {
-    method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify(input),
-  });
-  return res.json();
-}
-
 /** charge_card without effectgate (keyed by the tool_use id), or through the adapter. */
 function chargeTools(service: ChargeService, through: "bare" | "adapter"): Tools {
   if (through === "bare") {
     return [betaZodTool({
       name: "charge_card", description: "Charge", inputSchema: z.object({ amount: z.number() }),
-      run: async (input, context) => JSON.stringify(await post(service, context!.toolUse.id, input)),
+      run: async (input, context) => JSON.stringify(await postCharge(service, context!.toolUse.id, input)),
     })];
   }
   const gate = createGate({
-    tools: [defineTool({ name: "charge_card", description: "Charge", effect: "write", input: z.object({ amount: z.number() }), execute: (input, ctx) => post(service, ctx.idempotencyKey, input) })],
+    tools: [defineTool({ name: "charge_card", description: "Charge", effect: "write", input: z.object({ amount: z.number() }), execute: (input, ctx) => postCharge(service, ctx.idempotencyKey, input) })],
     ledger: sqliteLedger(join(tempDir(), "ledger.db")), onAlert: () => {},
   });
   closers.push(() => gate.close());

@@ -13,7 +13,7 @@ import { createGate, defineTool, type Gate } from "../../src/index.js";
 import { listApprovals } from "../../src/operator.js";
 import { sqliteLedger } from "../../src/sqlite.js";
 import { runCli } from "../cli/run-cli.js";
-import { startChargeService, type ChargeService } from "../support/charge-service.js";
+import { postCharge, startChargeService } from "../support/charge-service.js";
 import { requireBuild } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
 import { startFakeMessagesApi, textBlock, toolUse, type Block } from "./fake-messages-api.js";
@@ -25,13 +25,6 @@ const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
-
-async function post(service: ChargeService, key: string, body: unknown): Promise<unknown> {
-  const res = await fetch(`${service.url}/charges`, {
-    method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify(body),
-  });
-  return res.json();
-}
 
 async function api(replies: Block[][]) {
   const fake = await startFakeMessagesApi(replies);
@@ -47,11 +40,11 @@ async function setup() {
     tools: [
       defineTool({
         name: "charge_card", description: "Charge the card", effect: "write", input: z.object({ amount: z.number() }),
-        execute: (input, ctx) => post(payments, ctx.idempotencyKey, input),
+        execute: (input, ctx) => postCharge(payments, ctx.idempotencyKey, input),
       }),
       defineTool({
         name: "send_receipt", description: "Send a receipt", effect: "write", input: z.object({ to: z.string() }),
-        execute: (input, ctx) => post(mailer, ctx.idempotencyKey, { amount: 1, to: input.to }),
+        execute: (input, ctx) => postCharge(mailer, ctx.idempotencyKey, { amount: 1, to: input.to }),
       }),
     ],
     ledger: sqliteLedger(ledgerPath),
@@ -106,7 +99,7 @@ describe("effectgate/anthropic: the runner's own duplicate path", () => {
     const { client } = await api([[textBlock("resuming")], [textBlock("done")]]);
     const charge = betaZodTool({
       name: "charge_card", description: "Charge", inputSchema: z.object({ amount: z.number() }),
-      run: async (input, context) => JSON.stringify(await post(payments, context!.toolUse.id, input)),
+      run: async (input, context) => JSON.stringify(await postCharge(payments, context!.toolUse.id, input)),
     });
     for (let i = 0; i < 2; i++) await resume(client, [charge]);
     expect(payments.charges).toHaveLength(2);
@@ -115,7 +108,7 @@ describe("effectgate/anthropic: the runner's own duplicate path", () => {
   it("through the adapter the same resume twice charges once, and the model gets that one charge's result both times", async () => {
     const payments = await startChargeService({ instant: true });
     const gate = createGate({
-      tools: [defineTool({ name: "charge_card", effect: "write", input: z.object({ amount: z.number() }), execute: (input, ctx) => post(payments, ctx.idempotencyKey, input) })],
+      tools: [defineTool({ name: "charge_card", effect: "write", input: z.object({ amount: z.number() }), execute: (input, ctx) => postCharge(payments, ctx.idempotencyKey, input) })],
       ledger: sqliteLedger(join(tempDir(), "l.db")), onAlert: () => {},
     });
     closers.push(() => payments.close(), () => gate.close());
@@ -135,7 +128,7 @@ describe("effectgate/anthropic: the runner's own duplicate path", () => {
   it("runs on the default message thread too, keyed by the tool_use id", async () => {
     const payments = await startChargeService({ instant: true });
     const gate = createGate({
-      tools: [defineTool({ name: "charge_card", effect: "write", input: z.object({ amount: z.number() }), execute: (input, ctx) => post(payments, ctx.idempotencyKey, input) })],
+      tools: [defineTool({ name: "charge_card", effect: "write", input: z.object({ amount: z.number() }), execute: (input, ctx) => postCharge(payments, ctx.idempotencyKey, input) })],
       ledger: sqliteLedger(join(tempDir(), "l.db")), onAlert: () => {},
     });
     closers.push(() => payments.close(), () => gate.close());
@@ -216,7 +209,7 @@ describe("effectgate/anthropic: approvals", () => {
       name: "charge_card", description: "Charge", inputSchema: z.object({ amount: z.number() }),
       run: async (input, context) => {
         ids.push(context!.toolUse.id);
-        return JSON.stringify(await post(payments, context!.toolUse.id, input));
+        return JSON.stringify(await postCharge(payments, context!.toolUse.id, input));
       },
     });
     const gate = createGate({

@@ -18,7 +18,7 @@ import {
 import { listApprovals } from "../../src/operator.js";
 import { sqliteLedger } from "../../src/sqlite.js";
 import { runCli } from "../cli/run-cli.js";
-import { startChargeService, type ChargeService } from "../support/charge-service.js";
+import { postCharge, startChargeService } from "../support/charge-service.js";
 import { requireBuild } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
 
@@ -33,24 +33,17 @@ const thread = (id: string) => ({ configurable: { thread_id: id } });
 const mwScope = (rt: { configurable?: { thread_id?: string } }) => ({ tenant: "acme", task: String(rt.configurable?.thread_id) });
 const toolScope = (config: ToolRunnableConfig) => ({ tenant: "acme", task: String(config.configurable?.thread_id) });
 
-async function post(service: ChargeService, key: string, input: unknown): Promise<unknown> {
-  const res = await fetch(`${service.url}/charges`, {
-    method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify(input),
-  });
-  return res.json();
-}
-
 /** refund needs a person's approval; send_note does not. The service sees every request, keyed by call id. */
 async function setup() {
   const service = await startChargeService({ instant: true });
   const file = join(tempDir(), "ledger.db");
   const refund = defineTool({
     name: "refund", description: "Refund a customer", effect: "write", input: z.object({ customer: z.string(), amount: z.number() }),
-    execute: (input, ctx) => post(service, ctx.idempotencyKey, input),
+    execute: (input, ctx) => postCharge(service, ctx.idempotencyKey, input),
   });
   const note = defineTool({
     name: "send_note", description: "Send a note", effect: "write", input: z.object({ text: z.string() }),
-    execute: (_input, ctx) => post(service, ctx.idempotencyKey, { amount: 0 }),
+    execute: (_input, ctx) => postCharge(service, ctx.idempotencyKey, { amount: 0 }),
   });
   const ledger = sqliteLedger(file);
   const gate = createGate({ tools: [refund, note], ledger, onAlert: () => {}, policy: { approvals: { rules: [{ tool: "refund", reason: "refunds are checked" }] } } });
@@ -204,7 +197,7 @@ describe("effectgateHumanInTheLoop: LangChain's HITL shapes on effectgate's dura
 describe("LangChain's own humanInTheLoopMiddleware in front of effectgate", () => {
   it("its approve is not effectgate's: the call pauses again at effectgate's own interrupt and does not run", async () => {
     const service = await startChargeService({ instant: true });
-    const mine = tool(async (input: { customer: string; amount: number }, config: ToolRunnableConfig) => JSON.stringify(await post(service, String(config.toolCall?.id), input)),
+    const mine = tool(async (input: { customer: string; amount: number }, config: ToolRunnableConfig) => JSON.stringify(await postCharge(service, String(config.toolCall?.id), input)),
       { name: "refund", description: "Refund", schema: z.object({ customer: z.string(), amount: z.number() }) });
     const ledger = sqliteLedger(join(tempDir(), "ledger.db"));
     const gate = createGate({ tools: [fromLangChainTool(mine, { effect: "write" })], ledger, onAlert: () => {}, policy: { approvals: { rules: [{ tool: "refund" }] } } });

@@ -12,7 +12,7 @@ import { z } from "zod";
 import { agentsTool } from "../../src/openai-agents.js";
 import { createGate, defineTool } from "../../src/index.js";
 import { sqliteLedger } from "../../src/sqlite.js";
-import { startChargeService, type ChargeService } from "../support/charge-service.js";
+import { postCharge, startChargeService } from "../support/charge-service.js";
 import { tempDir } from "../support/tmp.js";
 
 beforeAll(() => setTracingDisabled(true));
@@ -20,13 +20,6 @@ const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
-
-async function charged(service: ChargeService, key: string, input: unknown): Promise<unknown> {
-  const res = await fetch(`${service.url}/charges`, {
-    method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify(input),
-  });
-  return res.json();
-}
 
 /** Asks for one charge; the request that carries its result fails once with a 503, then the model answers. */
 function flakyAfterTheTool(): Model & { readonly requests: number } {
@@ -62,7 +55,7 @@ describe("the runner's model retry (modelSettings.retry)", () => {
     closers.push(() => payments.close());
     const bare = tool({
       name: "charge_card", description: "Charge the card", parameters: z.object({ amount: z.number() }),
-      execute: (input, _rc, details) => charged(payments, details?.toolCall?.callId ?? "?", input),
+      execute: (input, _rc, details) => postCharge(payments, details?.toolCall?.callId ?? "?", input),
     });
     const model = flakyAfterTheTool();
     const result = await run(new Agent({ name: "billing", model, modelSettings: retrying, tools: [bare] }), "charge me 30");
@@ -75,7 +68,7 @@ describe("the runner's model retry (modelSettings.retry)", () => {
     const payments = await startChargeService({ instant: true });
     const charge = defineTool({
       name: "charge_card", description: "Charge the card", effect: "write", input: z.object({ amount: z.number() }),
-      execute: (input, ctx) => charged(payments, ctx.idempotencyKey, input),
+      execute: (input, ctx) => postCharge(payments, ctx.idempotencyKey, input),
     });
     const gate = createGate({ tools: [charge], ledger: sqliteLedger(join(tempDir(), "ledger.db")), onAlert: () => {} });
     closers.push(() => payments.close(), () => gate.close());

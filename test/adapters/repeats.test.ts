@@ -19,7 +19,7 @@ import { effectgateMiddleware, fromLangChainTool } from "../../src/langchain.js"
 import { createGate, defineTool, type Gate, type RepeatPolicy } from "../../src/index.js";
 import { sqliteLedger } from "../../src/sqlite.js";
 import { tool as langchainToolOf } from "@langchain/core/tools";
-import { startChargeService, type ChargeService } from "../support/charge-service.js";
+import { postCharge, startChargeService } from "../support/charge-service.js";
 import { tempDir } from "../support/tmp.js";
 import { scriptedModel, text, toolCalls } from "./ai-sdk-support.js";
 import { startFakeMessagesApi, textBlock, toolUse } from "./fake-messages-api.js";
@@ -33,18 +33,11 @@ afterEach(async () => {
 const scope = () => ({ tenant: "acme", task: "chat-1" });
 const charge = { amount: 30 };
 
-async function charged(service: ChargeService, key: string, input: unknown): Promise<unknown> {
-  const res = await fetch(`${service.url}/charges`, {
-    method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify(input),
-  });
-  return res.json();
-}
-
 async function setup(repeats: RepeatPolicy) {
   const payments = await startChargeService({ instant: true });
   const chargeCard = defineTool({
     name: "charge_card", description: "Charge the card", effect: "write", input: z.object({ amount: z.number() }), repeats,
-    execute: (input, ctx) => charged(payments, ctx.idempotencyKey, input),
+    execute: (input, ctx) => postCharge(payments, ctx.idempotencyKey, input),
   });
   const gate: Gate = createGate({
     tools: [chargeCard],
@@ -110,7 +103,7 @@ describe.each(["collapse", "refuse"] as const)("a re-planned charge under a new 
 
   it("LangChain createAgent with effectgateMiddleware: charged once; the second ToolMessage answers the re-plan", async () => {
     const payments = await startChargeService({ instant: true });
-    const written = langchainToolOf(async (input: { amount: number }, config) => charged(payments, String(config.toolCall?.id), input),
+    const written = langchainToolOf(async (input: { amount: number }, config) => postCharge(payments, String(config.toolCall?.id), input),
       { name: "charge_card", description: "Charge the card", schema: z.object({ amount: z.number() }) });
     const gate = createGate({ tools: [fromLangChainTool(written, { effect: "write", repeats: { action } })], ledger: sqliteLedger(join(tempDir(), "l.db")), onAlert: () => {} });
     closers.push(() => payments.close(), () => gate.close());

@@ -120,3 +120,11 @@ export async function startChargeService(options: ChargeServiceOptions = {}): Pr
     }),
   };
 }
+
+/** POSTs a charge with the call's key, as a tool would: the service counts what it applies. */
+export async function postCharge(service: ChargeService, key: string, body: unknown): Promise<unknown> {
+  const res = await fetch(`${service.url}/charges`, {
+    method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify(body),
+  });
+  return res.json();
+}
