@@ -27,7 +27,9 @@ const CHROMIUM = "/usr/bin/chromium";
 const WORKER = fileURLToPath(new URL("../governance/fixtures/governed-worker.mjs", import.meta.url));
 const DOCS = fileURLToPath(new URL("../../docs/", import.meta.url));
 const SCREENSHOTS = process.env.EFFECTGATE_SCREENSHOTS === "1";
-const dir = tempDir();
+// Made on first use: without Chromium the suite is skipped, and vitest then runs no afterAll to remove a folder made up front.
+let made: string | undefined;
+const workDir = () => (made ??= tempDir());
 let n = 0;
 
 interface Answer { readonly result: { content: string; is_error: boolean }; readonly approval: string | null }
@@ -54,7 +56,7 @@ async function agent(ledger: string, effects: string): Promise<Agent> {
 const effectsIn = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").trim().split("\n").filter((l) => l !== "") : []);
 
 async function newLedger(): Promise<{ db: string; effects: string }> {
-  const base = join(dir, `case-${n++}`);
+  const base = join(workDir(), `case-${n++}`);
   mkdirSync(base);
   const db = join(base, "ledger.db");
   expect((await runCli(["migrate", "--db", db])).code).toBe(0);
