@@ -340,7 +340,7 @@ async function main() {
     for (const id of faults) f.json[id].notes.unshift(...pgNotes);
     out = { ...out, scenarios: { ...out.scenarios, ...f.json } };
     save();
-    process.stdout.write(`${SCENARIOS.includes("A") ? "\n" : `${Object.entries(machine(pg)).map(([k, v]) => `${k.padEnd(9)} ${v}`).join("\n")}\n`}\n${f.text}`);
+    process.stdout.write(`${SCENARIOS.includes("A") ? "" : `${Object.entries(machine(pg)).map(([k, v]) => `${k.padEnd(9)} ${v}`).join("\n")}\n`}\n${f.text}`);
   }
   process.stdout.write(`results written to ${OUT}\n`);
 }
