@@ -183,8 +183,12 @@ function decodeBreaker(row: BreakerRow): Breaker {
 // Writes that return rows run with .all() (see calls.ts: .get() would leave the statement unfinished).
 function prepare(db: Database.Database) {
   return {
-    // The (tenant, agent) primary key with '' for "every": at most four point lookups.
-    activeKill: db.prepare(`SELECT * FROM kill_switches WHERE tenant IN ('', @tenant) AND agent IN ('', @agent) LIMIT 1`),
+    // The (tenant, agent) primary key with '' for "every": four point lookups, in key order. Not IN
+    // lists: SQLite builds an ephemeral table for each on every execution (call-statements.ts).
+    activeKill: db.prepare(
+      ["''", "@tenant"].flatMap((tenant) => ["''", "@agent"].map((agent) => `SELECT * FROM kill_switches WHERE tenant = ${tenant} AND agent = ${agent}`))
+        .join(" UNION ALL ") + " LIMIT 1",
+    ),
     setKill: db.prepare(
       `INSERT INTO kill_switches (tenant, agent, by_whom, reason, since) VALUES (@tenant, @agent, @by, @reason, @now)
        ON CONFLICT (tenant, agent) DO NOTHING`,

@@ -69,6 +69,16 @@ export const governanceSuite: ContractSuiteDefinition = {
       await g.setKillSwitch({ tenant: "acme" }, false, { by: "alice" }, T0);
       await g.setKillSwitch({ agent: "bot" }, false, { by: "alice" }, T0);
       expect(await claimUnlessHalted(request("k-agent"), "bot")).toMatchObject({ claimed: true, record: { key: "k-agent" } });
+      // A switch for one tenant's agent covers that pair only; a global switch covers every call.
+      await g.setKillSwitch({ tenant: "acme", agent: "bot" }, true, { by: "alice" }, T0);
+      expect(await claimUnlessHalted(request("k-pair"), "bot")).toEqual({ claimed: false, halted: true });
+      expect(await claimUnlessHalted(request("k-pair-other"), "other")).toMatchObject({ claimed: true });
+      expect(await claimUnlessHalted({ ...request("k-pair-globex"), tenant: "globex" }, "bot")).toMatchObject({ claimed: true });
+      await g.setKillSwitch({ tenant: "acme", agent: "bot" }, false, { by: "alice" }, T0);
+      await g.setKillSwitch({}, true, { by: "alice" }, T0);
+      expect(await claimUnlessHalted({ ...request("k-global"), tenant: "globex" }, undefined)).toEqual({ claimed: false, halted: true });
+      expect(await claimUnlessHalted(request("k-global-bot"), "bot")).toEqual({ claimed: false, halted: true });
+      expect(await ledger.calls.get("globex", "k-global")).toBeUndefined();
     });
 
     test("tenant, agent and tenant+agent switches stop only their calls", async () => {
