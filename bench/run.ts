@@ -21,6 +21,7 @@
  *   --only=a,b       run only some phases: fsync, read, write, scale, sustain, json
  *   --keep           keep the temp dir (its path is printed)
  *   --out=FILE       write the JSON somewhere else than bench/results/latest.json
+ *   --sizes=a,b      ledger sizes for phase 4 (default 1000,10000,100000; 1000000 fills for a few minutes)
  *
  * Stdout gets the tables; progress goes to stderr.
  */
@@ -132,7 +133,13 @@ const QUICK: Config = {
   fillBatch: 500,
 };
 
-const config = quick ? QUICK : FULL;
+const sizesArg = argv.find((a) => a.startsWith("--sizes="))?.slice("--sizes=".length);
+const sizes = sizesArg?.split(",").map(Number);
+if (sizes && sizes.some((n) => !Number.isSafeInteger(n) || n < 1)) {
+  process.stderr.write(`--sizes takes record counts separated by commas, e.g. --sizes=1000,1000000; got ${JSON.stringify(sizesArg)}\n`);
+  process.exit(2);
+}
+const config: Config = { ...(quick ? QUICK : FULL), ...(sizes ? { sizes } : {}) };
 const projectDir = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const outFile = outArg ? resolve(outArg.slice("--out=".length)) : join(projectDir, "bench", "results", "latest.json");
 const workDir = mkdtempSync(join(os.tmpdir(), "effectgate-bench-"));
@@ -327,7 +334,7 @@ async function phaseRead(): Promise<ReadResults> {
   };
 }
 
-type Layer = "disk" | "raw-sqlite" | "ledger" | "gate";
+type Layer = "disk" | "raw-sqlite" | "raw-schema" | "ledger" | "gate";
 
 interface WriteRow {
   /**
@@ -422,6 +429,40 @@ function rawSqliteSeries(file: string, durability: "fsync" | "process"): Series 
   };
 }
 
+/**
+ * The same two commits on the ledger's own schema (made by sqliteLedger, so every index a claim
+ * writes is there), with statements shaped like the store's (the claim's kill-switch check, all
+ * columns, RETURNING): what the schema costs over the bare table above, without the store's JS.
+ */
+async function rawSchemaSeries(file: string, durability: "fsync" | "process"): Promise<Series> {
+  const made = sqliteLedger(file, { durability });
+  await made.calls.get(SCOPE.tenant, "none");
+  await made.close();
+  const db = new Database(file);
+  db.pragma("journal_mode = WAL");
+  db.pragma(`synchronous = ${durability === "process" ? "NORMAL" : "FULL"}`);
+  db.pragma("journal_size_limit = 8388608");
+  const claim = db.prepare(`INSERT INTO calls (tenant, key, tool, effect, task, tool_use_id, fingerprint, input, input_redacted, state, result, error,
+      owner, lease_expires_at, attempts, fence, started_at, claim_token, version, created_at, updated_at)
+    SELECT @tenant, @key, 'create_ticket', 'write', @task, @key, @fingerprint, @input, 0, 'in_progress', NULL, NULL,
+      @owner, @now + 30000, 1, 1, @now, @token, 1, @now, @now
+    WHERE NOT EXISTS (SELECT 1 FROM kill_switches WHERE tenant IN ('', @tenant) AND agent IN ('', ''))
+    ON CONFLICT (tenant, key) DO NOTHING RETURNING tenant, key, version`);
+  const done = db.prepare(`UPDATE calls SET state = 'completed', result = @result, owner = NULL, lease_expires_at = NULL,
+      version = version + 1, updated_at = @now WHERE tenant = @tenant AND key = @key AND version = 1 AND claim_token = @token RETURNING updated_at`);
+  const values = { tenant: SCOPE.tenant, task: SCOPE.task, fingerprint: "f".repeat(64), input: JSON.stringify(WRITE_INPUT), owner: `${os.hostname()}/${process.pid}/bench`, token: "t".repeat(32) };
+  const result = JSON.stringify(TICKET);
+  return {
+    layer: "raw-schema", store: `sqlite-${durability}`, label: `raw SQLite on the ledger's schema: the claim + outcome statements (${durability})`, warmupTag: "s",
+    run: (tag, i) => {
+      const key = toolUseId(tag, i);
+      if (claim.all({ ...values, key, now: Date.now() }).length !== 1) throw new Error(`raw claim of ${key} wrote nothing`);
+      if (done.all({ ...values, key, result, now: Date.now() }).length !== 1) throw new Error(`raw outcome of ${key} wrote nothing`);
+    },
+    close: () => db.close(),
+  };
+}
+
 /** The store alone: ledger.claim + ledger.calls.update(completed) with the record the gate would write, no gate around it. */
 function ledgerSeries(ledger: Stores, store: WriteRow["store"], label: string): Series {
   const owner = `${os.hostname()}/${process.pid}/bench`;
@@ -475,6 +516,7 @@ async function phaseWrite(sync: SyncResults | undefined): Promise<WriteResults> 
   const fsyncSeries = [
     disk,
     rawSqliteSeries(join(workDir, "raw-fsync.db"), "fsync"),
+    await rawSchemaSeries(join(workDir, "raw-schema-fsync.db"), "fsync"),
     ledgerSeries(sqliteLedger(join(workDir, "direct-fsync.db"), { durability: "fsync" }), "sqlite-fsync", "ledger.claim + ledger.update, no gate (fsync)"),
     gateSeries(sqliteLedger(join(workDir, "write-fsync.db"), { durability: "fsync" }), "sqlite-fsync", "gate.runToolUses, SQLite fsync"),
   ];
@@ -495,6 +537,7 @@ async function phaseWrite(sync: SyncResults | undefined): Promise<WriteResults> 
 
   const processSeries = [
     rawSqliteSeries(join(workDir, "raw-process.db"), "process"),
+    await rawSchemaSeries(join(workDir, "raw-schema-process.db"), "process"),
     ledgerSeries(sqliteLedger(join(workDir, "direct-process.db"), { durability: "process" }), "sqlite-process", "ledger.claim + ledger.update, no gate (process)"),
     gateSeries(sqliteLedger(join(workDir, "write-process.db"), { durability: "process" }), "sqlite-process", "gate.runToolUses, SQLite process"),
   ];
