@@ -135,7 +135,7 @@ async function answerExisting(rt: Runtime, call: Call, print: string, first: Cal
   for (;;) {
     if (record.fingerprint !== print || record.tool !== call.tool.name) {
       return errorResult(call.toolUseId, "EG_KEY_MISMATCH",
-        `idempotency key ${record.key} was first used by a ${record.tool} call with different input ` +
+        `idempotency key ${record.key} was first used by a call of ${record.tool} with different input ` +
           `(tool_use ${record.toolUseId}); this call's input differs, so it was neither executed nor answered from that record. ` +
           `Use a new tool_use id for a different call.`);
     }

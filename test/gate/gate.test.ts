@@ -59,7 +59,7 @@ describe("runToolUses", () => {
     const before = await ledger.calls.get("acme", "toolu_a");
     const [result] = await gate.runToolUses([toolUse("toolu_a", "charge_card", { customer: "cus_1", amount: 9999 })], scope);
     expect(result).toMatchObject({ tool_use_id: "toolu_a", is_error: true });
-    expect(result!.content).toMatch(/^EG_KEY_MISMATCH: idempotency key toolu_a was first used by a charge_card call with different input/);
+    expect(result!.content).toMatch(/^EG_KEY_MISMATCH: idempotency key toolu_a was first used by a call of charge_card with different input/);
     expect(c.total).toBe(1);
     expect(await ledger.calls.get("acme", "toolu_a")).toEqual(before);
   });
