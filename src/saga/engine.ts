@@ -183,7 +183,7 @@ export async function runStep(ctx: SagaContext, req: StepRequest, again = false)
   let step = await log.getStep(ctx.tenant, ctx.id, req.name);
   if (step && (step.fingerprint !== print || step.tool !== req.tool.name)) {
     return rejected("EG_KEY_MISMATCH",
-      `step ${req.name} of saga ${ctx.id} was first run as a ${step.tool} call with different input; this one was not executed. Use a new step name for a different call.`);
+      `step ${req.name} of saga ${ctx.id} was first run as a call of ${step.tool} with different input; this one was not executed. Use a new step name for a different call.`);
   }
   if (req.compensateWith) ctx.compensationInputs.set(req.name, req.compensateWith.input);
   // A stalled saga is taken back by the driver that runs it again.
