@@ -1,16 +1,8 @@
 /** The `effectgate mcp` command's options and help (its work is in mcp.ts, loaded only when it runs). */
 import { Option, type Command } from "commander";
 import { DEFAULT_LEDGER_PATH } from "./defaults.js";
-
-export interface McpCommandOptions {
-  readonly db: string;
-  readonly config?: string;
-  readonly listen?: string;
-  readonly token?: string;
-  readonly upstreamUrl?: string;
-  readonly tenant?: string;
-  readonly task?: string;
-}
+// Type only: mcp.ts itself is loaded when the command runs.
+import type { McpCommandOptions } from "./mcp.js";
 
 export function addMcpCommand(program: Command, exitCodes: string): void {
   program

@@ -8,8 +8,18 @@ import { messageOf } from "../core/errors.js";
 import type { Stores } from "../contracts/stores.js";
 import { sqliteLedger } from "../stores/sqlite/index.js";
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from "./errors.js";
-import type { McpCommandOptions } from "./mcp-command.js";
 import { chosenTarget } from "./open-ledger.js";
+
+/** The options of `effectgate mcp` (declared in mcp-command.ts). */
+export interface McpCommandOptions {
+  readonly db: string;
+  readonly config?: string;
+  readonly listen?: string;
+  readonly token?: string;
+  readonly upstreamUrl?: string;
+  readonly tenant?: string;
+  readonly task?: string;
+}
 
 export async function runMcp(upstreamArgs: readonly string[], opts: McpCommandOptions): Promise<void> {
   const entry = await import("../mcp.js").catch((err: unknown) => {
