@@ -93,11 +93,39 @@ async function prepared(v, s, dir, notes) {
 /** The first line of a dead child's stderr that names an error, else its last lines. */
 const deathOf = (exit) => `code ${exit.code} signal ${exit.signal}: ${/^.*(Error|error:).*$/m.exec(exit.stderr)?.[0] ?? exit.stderr.slice(-600)}`;
 
+/** A call child's line of outcomes, and its `count` outcomes: those it printed, or failures that say how it ended. */
+function outcomesOf(exit, count, died = "child died") {
+  const out = exit.lines.find((l) => l.calls);
+  return { out, outcomes: out?.calls ?? Array.from({ length: count }, () => ({ ok: false, error: { name: died, message: deathOf(exit) } })) };
+}
+
 /** Runs a one-shot call child to its end; its outcomes, or a failure that says how it ended. */
 async function runCalls(job) {
   const exit = await startChild({ mode: "call", timeoutMs: CALL_TIMEOUT_MS, ...job }).done;
-  const out = exit.lines.find((l) => l.calls);
-  return { exit, out, outcomes: out?.calls ?? job.calls.map(() => ({ ok: false, error: { name: "child died", message: deathOf(exit) } })) };
+  return { exit, ...outcomesOf(exit, job.calls.length) };
+}
+
+/** One row per variant that takes part in scenario `s` and could be set up; `row(v)` makes it, or returns undefined to leave it out. */
+async function variantRows(s, variants, rounds, dir, notes, row) {
+  const rows = [];
+  for (const v of variants.filter((x) => x.scenarios.includes(s))) {
+    progress(`${s}: ${v.id}, ${rounds} rounds`);
+    if (!(await prepared(v, s, dir, notes))) continue;
+    const made = await row(v);
+    if (made) rows.push(made);
+  }
+  return rows;
+}
+
+/** Runs `fn` with a Restate variant's SDK endpoint up for all of it (the server sends the calls there). */
+async function withEndpoint(v, fn) {
+  const endpoint = v.peer === "restate" ? startChild({ mode: "endpoint", port: v.port }, 3_600_000) : undefined;
+  await endpoint?.ready;
+  try {
+    return await fn();
+  } finally {
+    await endpoint?.stop();
+  }
 }
 
 function linesOf(file, key) {
@@ -250,8 +278,7 @@ async function roundB(v, round, dir) {
     await restarted.ready;
     const exit = await caller.done;
     await restarted.stop();
-    const out = exit.lines.find((l) => l.calls);
-    answers = [{ when: "the caller's request", outcome: out?.calls[0] ?? { ok: false, error: { name: "caller died", message: deathOf(exit) } } }];
+    answers = [{ when: "the caller's request", outcome: outcomesOf(exit, 1, "caller died").outcomes[0] }];
   } else {
     const crash = await runCalls({ ...base, die: true });
     crashPid = crash.exit.pid;
@@ -263,20 +290,17 @@ async function roundB(v, round, dir) {
   return { key, atDeath, effects, ms: Math.round(performance.now() - t0), crashPid, answers };
 }
 
-async function scenarioB(variants, rounds, dir, notes) {
-  const rows = [];
-  for (const v of variants.filter((x) => x.scenarios.includes("B"))) {
-    progress(`B: ${v.id}, ${rounds} rounds`);
-    if (!(await prepared(v, "B", dir, notes))) continue;
+function scenarioB(variants, rounds, dir, notes) {
+  return variantRows("B", variants, rounds, dir, notes, async (v) => {
     const results = [];
     try {
       for (let r = 0; r < rounds; r++) results.push(await roundB(v, r, dir));
     } catch (err) {
       notes.push(`B: ${v.id} stopped after ${results.length} rounds: ${err instanceof Error ? err.message : String(err)}`);
-      if (results.length === 0) continue;
+      if (results.length === 0) return undefined;
     }
     const whens = [...new Set(results.flatMap((x) => x.answers.map((a) => a.when)))];
-    rows.push({
+    return {
       id: v.id, peer: v.name, version: v.version, rounds: results.length,
       killedAfterEffect: results.filter((x) => x.atDeath === 1).length,
       effects: results.reduce((n, x) => n + x.effects, 0),
@@ -291,65 +315,57 @@ async function scenarioB(variants, rounds, dir, notes) {
         };
       }),
       alerts: results.flatMap((x) => x.answers.flatMap((a) => a.extra?.alerts ?? [])).slice(0, 3),
-    });
-  }
-  return rows;
+    };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
 // C: the same key with another payload.
 
-async function scenarioC(variants, rounds, dir, notes) {
-  const rows = [];
-  for (const v of variants.filter((x) => x.scenarios.includes("C"))) {
-    progress(`C: ${v.id}, ${rounds} rounds`);
-    if (!(await prepared(v, "C", dir, notes))) continue;
-    const endpoint = v.peer === "restate" ? startChild({ mode: "endpoint", port: v.port }, 3_600_000) : undefined;
-    await endpoint?.ready;
-    const results = [];
-    for (let r = 0; r < rounds; r++) {
-      const key = `c-${v.id}-${r}`;
-      const downstream = join(dir, `C-${v.id}.downstream`);
-      const { outcomes } = await runCalls({ peer: v.peer, key, downstream, calls: [{ n: 1 }, { n: 2 }], ...v.jobFor("C") });
-      results.push({ outcomes, effects: linesOf(downstream, key).length });
-    }
-    await endpoint?.stop();
-    rows.push({
+function scenarioC(variants, rounds, dir, notes) {
+  return variantRows("C", variants, rounds, dir, notes, async (v) => {
+    const results = await withEndpoint(v, async () => {
+      const made = [];
+      for (let r = 0; r < rounds; r++) {
+        const key = `c-${v.id}-${r}`;
+        const downstream = join(dir, `C-${v.id}.downstream`);
+        const { outcomes } = await runCalls({ peer: v.peer, key, downstream, calls: [{ n: 1 }, { n: 2 }], ...v.jobFor("C") });
+        made.push({ outcomes, effects: linesOf(downstream, key).length });
+      }
+      return made;
+    });
+    return {
       id: v.id, peer: v.name, version: v.version, rounds,
       effects: results.reduce((n, x) => n + x.effects, 0),
       first: tally(results.map((x) => answerOf(x.outcomes[0]))),
       second: tally(results.map((x) => answerOf(x.outcomes[1] ?? { hung: true }))),
       errors: examples(results.flatMap((x) => x.outcomes)),
-    });
-  }
-  return rows;
+    };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
 // D: two processes, the same key, released together.
 
-async function scenarioD(variants, rounds, dir, notes) {
-  const rows = [];
-  for (const v of variants.filter((x) => x.scenarios.includes("D"))) {
-    progress(`D: ${v.id}, ${rounds} rounds`);
-    if (!(await prepared(v, "D", dir, notes))) continue;
-    const endpoint = v.peer === "restate" ? startChild({ mode: "endpoint", port: v.port }, 3_600_000) : undefined;
-    await endpoint?.ready;
-    const results = [];
-    for (let r = 0; r < rounds; r++) {
-      const key = `d-${v.id}-${r}`;
-      const downstream = join(dir, `D-${v.id}.downstream`);
-      const job = { mode: "call", timeoutMs: CALL_TIMEOUT_MS, peer: v.peer, key, downstream, calls: [{ n: 1 }], barrier: true, effectMs: D_EFFECT_MS, ...v.jobFor("D") };
-      const pair = [startChild(job), startChild(job)];
-      await Promise.all(pair.map((c) => c.ready));
-      for (const c of pair) c.go();
-      const exits = await Promise.all(pair.map((c) => c.done));
-      const outcomes = exits.map((e) => e.lines.find((l) => l.calls)?.calls[0] ?? { ok: false, error: { name: "child died", message: deathOf(e) } });
-      const same = outcomes.every((o) => o.ok) && JSON.stringify(outcomes[0].result) === JSON.stringify(outcomes[1].result);
-      results.push({ outcomes, same, effects: linesOf(downstream, key).length });
-    }
-    await endpoint?.stop();
-    rows.push({
+function scenarioD(variants, rounds, dir, notes) {
+  return variantRows("D", variants, rounds, dir, notes, async (v) => {
+    const results = await withEndpoint(v, async () => {
+      const made = [];
+      for (let r = 0; r < rounds; r++) {
+        const key = `d-${v.id}-${r}`;
+        const downstream = join(dir, `D-${v.id}.downstream`);
+        const job = { mode: "call", timeoutMs: CALL_TIMEOUT_MS, peer: v.peer, key, downstream, calls: [{ n: 1 }], barrier: true, effectMs: D_EFFECT_MS, ...v.jobFor("D") };
+        const pair = [startChild(job), startChild(job)];
+        await Promise.all(pair.map((c) => c.ready));
+        for (const c of pair) c.go();
+        const exits = await Promise.all(pair.map((c) => c.done));
+        const outcomes = exits.map((e) => outcomesOf(e, 1).outcomes[0]);
+        const same = outcomes.every((o) => o.ok) && JSON.stringify(outcomes[0].result) === JSON.stringify(outcomes[1].result);
+        made.push({ outcomes, same, effects: linesOf(downstream, key).length });
+      }
+      return made;
+    });
+    return {
       id: v.id, peer: v.name, version: v.version, rounds,
       effects: results.reduce((n, x) => n + x.effects, 0),
       roundsWithDuplicate: results.filter((x) => x.effects > 1).length,
@@ -359,9 +375,8 @@ async function scenarioD(variants, rounds, dir, notes) {
         ? "each its own run's result"
         : x.outcomes.map((o) => answerOf(o)).sort().join(" / ")))),
       errors: examples(results.flatMap((x) => x.outcomes)),
-    });
-  }
-  return rows;
+    };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
