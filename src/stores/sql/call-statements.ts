@@ -9,6 +9,7 @@ import { allowedFrom, CALL_STATES, HELD_STATES, type CallState } from "../../cor
 import { REPEATED_UNSETTLED } from "../../contracts/call-rules.js";
 import type { ListQuery, RepeatQuery } from "../../contracts/calls.js";
 import { compile, type CompiledSql, type Dialect } from "./dialect.js";
+import { killSwitchLookups } from "./kill-switch-lookups.js";
 
 /** The columns every statement returns, named rather than `*` (a cached plan survives a column added by a later migration). */
 const CALL_COLUMNS = [
@@ -25,16 +26,6 @@ const LEASE_RAN_OUT = `(owner IS NULL OR lease_expires_at IS NULL OR lease_expir
 
 /** The last moment the holder being replaced could have sent a request (contracts/call-rules.ts `takeOverRecord`). */
 const LAST_POSSIBLE_SEND = `(CASE WHEN owner IS NULL THEN started_at WHEN lease_expires_at IS NULL OR lease_expires_at > {now} THEN {now} ELSE lease_expires_at END)`;
-
-/**
- * A kill switch covering the call's (tenant, agent), '' standing for "every" in either column:
- * four point lookups on the (tenant, agent) primary key. Not `tenant IN ('', …) AND agent IN
- * ('', …)`: SQLite builds an ephemeral table for each IN list on every execution (5 µs of the
- * claim's 74 µs median in the gate, docs/BENCHMARKS.md).
- */
-const KILL_SWITCH_COVERS = ["''", ":tenant:text"]
-  .flatMap((tenant) => ["''", ":agent:text"].map((agent) => `SELECT 1 FROM {kill_switches} WHERE tenant = ${tenant} AND agent = ${agent}`))
-  .join(" UNION ALL ");
 
 /** The repeat rule (contracts/call-rules.ts `isRepeatOf`) for the row `r`; walks calls_by_task (a task holds few calls). */
 const REPEATS = `r.tenant = :tenant:text AND r.task = :task:text AND r.fingerprint = :fingerprint:text AND r.key <> :key:text
@@ -164,7 +155,7 @@ export function callStatements(dialect: Dialect): CallStatements {
   const lists = new Map<string, CompiledSql>();
   return {
     claim: sql(insertCall("true")),
-    claimUnlessHalted: sql(insertCall(`NOT EXISTS (${KILL_SWITCH_COVERS})`)),
+    claimUnlessHalted: sql(insertCall(`NOT EXISTS (${killSwitchLookups("{kill_switches}", "1", ":tenant:text", ":agent:text")})`)),
     claimUnlessRepeated: sql(insertCall(`NOT EXISTS (SELECT 1 FROM {calls} r WHERE ${REPEATS})`)),
     claimAnswered: sql(insertCall("true", ANSWERED)),
     findRepeat: sql(`SELECT ${COLS.split(", ").map((c) => `r.${c}`).join(", ")} FROM {calls} r {join_clock} WHERE ${REPEATS}

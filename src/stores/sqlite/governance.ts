@@ -10,6 +10,7 @@ import { EFFECT_CLASSES, type EffectClass } from "../../core/effect-class.js";
 import { type Json } from "../../core/json.js";
 import { canMoveApproval } from "../../contracts/approval-states.js";
 import { RowDamage } from "../row-damage.js";
+import { killSwitchLookups } from "../sql/kill-switch-lookups.js";
 import { preparedOnce, type SqliteAccess } from "./access.js";
 import { APPROVAL_STATES, type ApprovalRecord, type ApprovalState, type Breaker, type GovernanceStore, type KillSwitch, type QuotaCounter } from "../../contracts/governance.js";
 import { type DryRunPreview } from "../../core/hooks.js";
@@ -183,12 +184,7 @@ function decodeBreaker(row: BreakerRow): Breaker {
 // Writes that return rows run with .all() (see calls.ts: .get() would leave the statement unfinished).
 function prepare(db: Database.Database) {
   return {
-    // The (tenant, agent) primary key with '' for "every": four point lookups, in key order. Not IN
-    // lists: SQLite builds an ephemeral table for each on every execution (call-statements.ts).
-    activeKill: db.prepare(
-      ["''", "@tenant"].flatMap((tenant) => ["''", "@agent"].map((agent) => `SELECT * FROM kill_switches WHERE tenant = ${tenant} AND agent = ${agent}`))
-        .join(" UNION ALL ") + " LIMIT 1",
-    ),
+    activeKill: db.prepare(`${killSwitchLookups("kill_switches", "*", "@tenant", "@agent")} LIMIT 1`),
     setKill: db.prepare(
       `INSERT INTO kill_switches (tenant, agent, by_whom, reason, since) VALUES (@tenant, @agent, @by, @reason, @now)
        ON CONFLICT (tenant, agent) DO NOTHING`,
