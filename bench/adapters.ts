@@ -38,18 +38,9 @@ import { langchainTool } from "../src/langchain.js";
 import { agentsTool } from "../src/openai-agents.js";
 import { sqliteLedger } from "../src/sqlite.js";
 import { startFakeMessagesApi, textBlock, toolUse } from "../test/adapters/fake-messages-api.js";
+import { positiveIntFlag as flag } from "./lib/flags.js";
 import { collectGarbage, fmtUs, summarize, table, usSince } from "./lib/stats.js";
 
-const argv = process.argv.slice(2);
-const flag = (name: string, fallback: number): number => {
-  const arg = argv.find((a) => a.startsWith(`--${name}=`));
-  const value = arg === undefined ? fallback : Number(arg.slice(name.length + 3));
-  if (!Number.isInteger(value) || value < 1) {
-    process.stderr.write(`--${name} must be a positive integer\n`);
-    process.exit(2);
-  }
-  return value;
-};
 const CALLS = flag("calls", 300);
 const ROUNDS = flag("rounds", 5);
 const WARM = Math.max(5, Math.floor(CALLS / 10));

@@ -22,14 +22,10 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { memoryLedger, type Stores } from "../src/index.js";
 import { mcpGateway, parseMcpConfig } from "../src/mcp.js";
 import { sqliteLedger } from "../src/sqlite.js";
+import { positiveIntFlag } from "./lib/flags.js";
 import { collectGarbage, fmtUs, summarize, table, timeAsync, type Summary } from "./lib/stats.js";
 
-const arg = process.argv.slice(2).find((a) => a.startsWith("--calls="));
-const CALLS = arg === undefined ? 1000 : Number(arg.slice("--calls=".length));
-if (!Number.isInteger(CALLS) || CALLS < 1) {
-  process.stderr.write("--calls must be a positive integer\n");
-  process.exit(2);
-}
+const CALLS = positiveIntFlag("calls", 1000);
 const UPSTREAM = fileURLToPath(new URL("./mcp-upstream.js", import.meta.url));
 const upstreamCommand = { command: process.execPath, args: [UPSTREAM] };
 

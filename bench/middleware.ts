@@ -26,18 +26,9 @@ import { join } from "node:path";
 import { memoryLedger, type Stores } from "../src/index.js";
 import { sqliteLedger } from "../src/sqlite.js";
 import { idempotencyMiddleware, type IdempotentRequestFields } from "../src/server.js";
+import { positiveIntFlag as flag } from "./lib/flags.js";
 import { collectGarbage, fmtUs, summarize, table, usSince, type Summary } from "./lib/stats.js";
 
-const argv = process.argv.slice(2);
-const flag = (name: string, fallback: number): number => {
-  const arg = argv.find((a) => a.startsWith(`--${name}=`));
-  const value = arg === undefined ? fallback : Number(arg.slice(name.length + 3));
-  if (!Number.isInteger(value) || value < 1) {
-    process.stderr.write(`--${name} must be a positive integer\n`);
-    process.exit(2);
-  }
-  return value;
-};
 const REQUESTS = flag("requests", 5000);
 const CONCURRENCY = flag("concurrency", 1);
 const WARMUP = Math.max(50, Math.floor(REQUESTS / 10));
