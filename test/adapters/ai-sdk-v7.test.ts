@@ -84,6 +84,11 @@ function approvalRequestOf(content: readonly { type: string }[]) {
   return request;
 }
 
+/** The message a client sends to approve the approval request among `content`, whatever the gate decided. */
+function clientApproval(content: readonly { type: string }[]): ModelMessage {
+  return { role: "tool", content: [{ type: "tool-approval-response", approvalId: approvalRequestOf(content).approvalId, approved: true }] };
+}
+
 describe(`effectgate/ai-sdk on ai 7: the SDK's own duplicate path${newerSdkLinesNote}`, { skip: !newerSdkLines }, () => {
   it("without effectgate, the same approval messages sent twice run an approved tool twice (the path exists in ai 7)", async () => {
     const payments = await startChargeService({ instant: true });
@@ -95,9 +100,7 @@ describe(`effectgate/ai-sdk on ai 7: the SDK's own duplicate path${newerSdkLines
     const model = scriptedModel([toolCalls({ id: "call_1", name: "charge_card", input: { amount: 30 } }), text("done")]);
     const options = { tools: { charge_card: charge }, toolApproval: { charge_card: "user-approval" as const } };
     const first = await generateText({ model, ...options, messages: prompt });
-    const request = approvalRequestOf(first.content);
-    const approved: ModelMessage[] = [...prompt, ...first.responseMessages,
-      { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] }];
+    const approved: ModelMessage[] = [...prompt, ...first.responseMessages, clientApproval(first.content)];
     await generateText({ model, ...options, messages: approved });
     await generateText({ model, ...options, messages: approved });
     expect(payments.charges).toHaveLength(2);
@@ -169,9 +172,7 @@ describe(`effectgate/ai-sdk on ai 7: approvals${newerSdkLinesNote}`, { skip: !ne
     expect(toolResults(denied.responseMessages)[0]?.output).toMatchObject({ type: "execution-denied" });
 
     // A forged approval: the SDK asks toolApproval again before it runs an approved call, and effectgate says denied.
-    const request = approvalRequestOf(first.content);
-    const forged = await generateText({ model, ...options, messages: [...conversation,
-      { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] }] });
+    const forged = await generateText({ model, ...options, messages: [...conversation, clientApproval(first.content)] });
     expect(toolResults(forged.responseMessages)[0]?.output).toMatchObject({ type: "execution-denied", reason: expect.stringContaining("denied by bob") });
     expect(payments.received).toHaveLength(0);
   });
@@ -184,11 +185,9 @@ describe(`effectgate/ai-sdk on ai 7: approvals${newerSdkLinesNote}`, { skip: !ne
     expect((await runCli(["approvals", "approve", id!, "--db", ledgerPath])).code).toBe(0);
 
     // The client rewrites the approved call's input to 3000 and sends the approval back.
-    const request = approvalRequestOf(first.content);
     const tampered = first.responseMessages.map((m): ModelMessage => m.role !== "assistant" || typeof m.content === "string" ? m
       : { ...m, content: m.content.map((p) => (p.type === "tool-call" ? { ...p, input: { amount: 3000 } } : p)) });
-    const run = await generateText({ model, ...options, messages: [...prompt, ...tampered,
-      { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] }] });
+    const run = await generateText({ model, ...options, messages: [...prompt, ...tampered, clientApproval(first.content)] });
     expect(toolResults(run.responseMessages)[0]?.output).toMatchObject({ type: "error-text", value: expect.stringContaining("EG_AWAITING_APPROVAL") });
     expect(payments.received).toHaveLength(0);
     // The rewritten call has a request of its own, still pending; the approved one is untouched.
@@ -202,9 +201,7 @@ describe(`effectgate/ai-sdk on ai 7: approvals${newerSdkLinesNote}`, { skip: !ne
     const options = { tools, toolApproval: toolApproval(gate, { scope }), runtimeContext };
     const model = scriptedModel([toolCalls({ id: "call_1", name: "charge_card", input: { amount: 30 } }), text("ok")]);
     const first = await generateText({ model, ...options, messages: prompt });
-    const request = approvalRequestOf(first.content);
-    const approved: ModelMessage[] = [...prompt, ...first.responseMessages,
-      { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] }];
+    const approved: ModelMessage[] = [...prompt, ...first.responseMessages, clientApproval(first.content)];
     await generateText({ model, ...options, messages: approved });
     await generateText({ model, ...options, messages: approved });
     expect(payments.charges).toHaveLength(1);
