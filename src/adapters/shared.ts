@@ -6,6 +6,7 @@
 import type { Scope } from "../core/keys.js";
 import { renderResult } from "../core/blocks.js";
 import type { ErrorCode } from "../core/errors.js";
+import { collapsedPreamble } from "../core/repeats.js";
 import type { StandardSchemaV1 } from "../core/standard-schema.js";
 import type { ToolAnswer } from "../root/tool-calls.js";
 
@@ -16,9 +17,13 @@ import type { ToolAnswer } from "../root/tool-calls.js";
  */
 export type ScopeOf<Context> = (context: Context) => Scope | Promise<Scope>;
 
-/** The answer as the model should read it: the result as text (strings as they are), or the error with what to do. */
+/**
+ * The answer as the model should read it: the result as text (strings as they are), after the line
+ * saying so when it is an earlier call's result (repeats: collapse), or the error with what to do.
+ */
 export function answerText(answer: ToolAnswer): string {
-  return answer.ok ? renderResult(answer.result) : answer.message;
+  if (!answer.ok) return answer.message;
+  return (answer.collapsed === undefined ? "" : collapsedPreamble(answer.collapsed)) + renderResult(answer.result);
 }
 
 /**

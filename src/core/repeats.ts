@@ -54,3 +54,8 @@ export function repeatsProblem(effect: EffectClass, repeats: unknown): string | 
   }
   return undefined;
 }
+
+/** The line put before a collapsed call's result wherever the model reads text: it says the call was answered, not run. */
+export function collapsedPreamble(said: string): string {
+  return `[effectgate: ${said}. That call's result:]\n`;
+}

@@ -78,6 +78,8 @@ export class CallNote {
   state: CallState | undefined;
   /** Set by the pipeline from governance's admission (gate/governor.ts `Admission`). */
   approvalId: string | undefined;
+  /** Set when the repeats policy answered the call with an earlier call's result: what the model is told about it. */
+  collapsed: string | undefined;
   readonly probes: ProbeOutcome[] = [];
 }
 

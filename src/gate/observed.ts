@@ -24,7 +24,8 @@ export async function runObserved(
     const observation = quietly(() => observer.callStarted?.(seen));
     if (observation) observations.push(observation);
   }
-  const note = new CallNote();
+  // The caller's own note (gate.runTool reads it afterwards), or one for the observers alone.
+  const note = override.note ?? new CallNote();
   const started = rt.time.monotonic();
   let work = () => runCall(rt, block, scope, { ...override, note });
   for (const observation of observations) {

@@ -9,10 +9,10 @@
  */
 import { errorMessage } from "../core/errors.js";
 import { errorResult, renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
-import type { RepeatAction } from "../core/repeats.js";
+import { collapsedPreamble, repeatPolicyOf, type RepeatAction } from "../core/repeats.js";
 import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, RepeatQuery, Repeated } from "../contracts/calls.js";
 import { executeHeld } from "./execute.js";
-import type { GovernedCall } from "./governor.js";
+import type { GovernedCall, Governor } from "./governor.js";
 import { noteApproval, type Call, type Runtime } from "./runtime.js";
 
 /** The call store's three repeat methods, or undefined when it lacks any of them. */
@@ -60,14 +60,8 @@ export async function runUnlessRepeated(rt: Runtime, call: Call, c: RepeatableCa
   }
   let earlier = await store.find({ tenant: request.tenant, task: request.task, fingerprint: request.fingerprint, key: request.key, windowMs: policy.windowMs });
   for (;;) {
-    let reasons: string[] | undefined;
-    if (earlier) {
-      if (policy.action !== "approve") return answerRepeat(rt, call, c, earlier, policy.action);
-      reasons = [`it repeats ${describe(earlier)}`];
-    } else if (policy.action === "approve" && c.governed && (await rt.governor?.hasApprovalRequest?.(c.governed)) === true) {
-      // Sent to a person as a repeat before: that request still decides, though the earlier call has left the window since.
-      reasons = ["it repeated an earlier call of this task with the same input when it was first made"];
-    }
+    if (earlier && policy.action !== "approve") return answerRepeat(rt, call, c, earlier, policy.action);
+    const reasons = await approvalReasons(earlier, rt.governor, c.governed);
     if (reasons && !(rt.governor && c.governed)) {
       return errorResult(call.toolUseId, "EG_BAD_POLICY", `${call.tool.name} repeats an earlier call and its repeats policy asks a person to approve it, but this gate has no governance. Nothing was executed.`);
     }
@@ -86,6 +80,40 @@ export async function runUnlessRepeated(rt: Runtime, call: Call, c: RepeatableCa
     // Another call with this input was claimed between the look and the claim: judge this one against it.
     earlier = claim.repeats;
   }
+}
+
+/**
+ * Why a person is asked to approve a call of a tool whose policy is `approve`: it repeats `earlier`,
+ * or it was sent to a person as a repeat before (that request still decides, though the earlier
+ * call has left the window since). Undefined when it repeats nothing.
+ */
+async function approvalReasons(earlier: CallRecord | undefined, governor: Governor | undefined, governed: GovernedCall | undefined): Promise<string[] | undefined> {
+  if (earlier) return [`it repeats ${describe(earlier)}`];
+  if (governed && (await governor?.hasApprovalRequest?.(governed)) === true) {
+    return ["it repeated an earlier call of this task with the same input when it was first made"];
+  }
+  return undefined;
+}
+
+/**
+ * What the repeats policy makes of a call the ledger does not know yet, before it runs, for an SDK's
+ * approval surface (gate.approvalFor): `answered` when running it answers without running the tool
+ * (collapse or refuse onto an earlier call: nobody needs asking), `ask` with the reasons a person is
+ * given (approve), `none` when the call repeats nothing (or its tool has no policy).
+ */
+export type RepeatJudgement =
+  | { readonly kind: "none" }
+  | { readonly kind: "answered" }
+  | { readonly kind: "ask"; readonly reasons: readonly string[] };
+
+export async function judgeRepeat(calls: CallStore, governor: Governor | undefined, governed: GovernedCall, print: string): Promise<RepeatJudgement> {
+  const policy = repeatPolicyOf(governed.tool);
+  const store = policy && repeatMethods(calls);
+  if (!policy || !store) return { kind: "none" };
+  const earlier = await store.find({ tenant: governed.scope.tenant, task: governed.scope.task, fingerprint: print, key: governed.key, windowMs: policy.windowMs });
+  if (earlier && policy.action !== "approve") return { kind: "answered" };
+  const reasons = policy.action === "approve" ? await approvalReasons(earlier, governor, governed) : undefined;
+  return reasons ? { kind: "ask", reasons } : { kind: "none" };
 }
 
 /** Collapse onto, or refuse because of, the earlier call; recorded for good once the earlier call completed. */
@@ -111,13 +139,13 @@ async function answerRepeat(rt: Runtime, call: Call, c: RepeatableCall, earlier:
   if (!written.claimed) return c.answerExisting(written.record);
   if (action === "refuse") return resultBlock(call.toolUseId, answer.error ?? "", true);
   rt.stats.replayed++;
+  const said = `this ${tool} call repeats call ${earlier.toolUseId} (same input, completed ${at(earlier.updatedAt)}); it was not executed again`;
   if (call.note) {
     call.note.replayed = true;
     call.note.state = "completed";
+    call.note.collapsed = said;
   }
-  return resultBlock(call.toolUseId,
-    `[effectgate: this ${tool} call repeats call ${earlier.toolUseId} (same input, completed ${at(earlier.updatedAt)}); it was not executed again. That call's result:]\n` +
-      renderResult(earlier.result), false);
+  return resultBlock(call.toolUseId, collapsedPreamble(said) + renderResult(earlier.result), false);
 }
 
 /** "call toolu_1 of this task (same input, key …), which completed at …": what the model and the approver are told. */

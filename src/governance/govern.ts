@@ -190,7 +190,7 @@ export function createGovernance(options: GovernanceOptions): Governance {
 
   // `known`: the ledger already has the call, which is answered from it, never governed again: report its request as it stands.
   async function approvalStatus(call: GovernedCall, { file, known = false }: { readonly file: boolean; readonly known?: boolean }): Promise<ApprovalStatus> {
-    const reasons = policy.approvalReasons(call.tool, call.input);
+    const reasons = [...policy.approvalReasons(call.tool, call.input), ...(call.approvalReasons ?? [])];
     if (reasons.length === 0) return { state: "not_needed" };
     // A call governance would refuse anyway is not put before a person.
     const stop = known ? undefined : stopOf(stopSources, call.tool, call.scope, await stopsFor(stopSources, call.scope));

@@ -7,10 +7,12 @@
 import { errorCodeOf, type ToolResultBlock } from "../core/blocks.js";
 import { EffectgateError } from "../core/errors.js";
 import { toJson, type Json } from "../core/json.js";
-import type { Scope } from "../core/keys.js";
+import { fingerprint, type Scope } from "../core/keys.js";
 import type { AnyTool, ToolContext } from "../core/tool.js";
 import type { Kernel } from "../gate/kernel.js";
 import { prepareCall } from "../gate/prepare.js";
+import { CallNote } from "../gate/observe.js";
+import { judgeRepeat } from "../gate/repeats.js";
 import { awaitingApproval } from "../governance/awaiting.js";
 import type { ApprovalStatus, Governance } from "../governance/govern.js";
 
@@ -38,6 +40,12 @@ export type ToolAnswer =
     readonly ok: true;
     /** The result as the ledger recorded it (JSON; the first run's result on a replay). */
     readonly result: Json;
+    /**
+     * Set when the tool's repeats policy (`collapse`) answered this call with an earlier call's
+     * result instead of running it: the sentence saying so, for the model (the first answer only;
+     * a replay of this call is answered from its own record). See `collapsedPreamble`.
+     */
+    readonly collapsed?: string;
     readonly block: ToolResultBlock;
   }
   | {
@@ -80,13 +88,14 @@ export function toolCallSurface(kernel: Kernel, governance: Governance, checkSco
         },
       });
     }
-    const block = await kernel.runCall({ type: "tool_use", id: call.id, name: call.name, input: call.input }, scope, tool ? { tool } : {});
+    const note = new CallNote();
+    const block = await kernel.runCall({ type: "tool_use", id: call.id, name: call.name, input: call.input }, scope, tool ? { tool, note } : { note });
     if (block.is_error) return { ok: false, code: errorCodeOf(block), message: block.content, approvalId: awaitingApproval(block), block };
     if (registered?.effect === "read") return { ok: true, result: toJson(returned?.value), block };
     // A write or destructive call that succeeded has its record: the value is the recorded one, on a first run and on every replay.
     const prepared = await prepareCall(kernel.tools, { type: "tool_use", id: call.id, name: call.name, input: call.input }, scope);
     const record = prepared.ok ? await kernel.calls.get(scope.tenant, prepared.call.key) : undefined;
-    if (record?.state === "completed") return { ok: true, result: record.result, block };
+    if (record?.state === "completed") return { ok: true, result: record.result, ...(note.collapsed === undefined ? {} : { collapsed: note.collapsed }), block };
     // Unreachable unless the record moved meanwhile (compensated): answer with what the block said.
     return { ok: true, result: block.content, block };
   }
@@ -99,7 +108,11 @@ export function toolCallSurface(kernel: Kernel, governance: Governance, checkSco
     // A call the ledger knows is answered from it and is never put before a person again (an approved call resent: an SDK's
     // replay path); its request is reported as it stands (consumed), since SDKs re-check approval before they replay.
     const known = prepared.call.tool.effect !== "read" && (await kernel.calls.get(scope.tenant, prepared.call.key)) !== undefined;
-    return governance.approvalStatus(prepared.call, { file: !known && (options.file ?? true), known });
+    // The repeats policy is asked too, as the pipeline will ask it: a repeat it answers needs nobody, one it puts before a person is asked here.
+    const repeat = known ? { kind: "none" as const } : await judgeRepeat(kernel.calls, governance, prepared.call, fingerprint(call.name, call.input));
+    if (repeat.kind === "answered") return { state: "not_needed" };
+    const governed = repeat.kind === "ask" ? { ...prepared.call, approvalReasons: repeat.reasons } : prepared.call;
+    return governance.approvalStatus(governed, { file: !known && (options.file ?? true), known });
   }
 
   return { runTool, approvalFor };

@@ -4,7 +4,7 @@
  * approvals are decided by the built `effectgate` CLI in another process, on the same SQLite file.
  */
 import { join } from "node:path";
-import { generateText, tool, type ModelMessage } from "ai";
+import { generateText, stepCountIs, tool, type ModelMessage } from "ai";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { aiSdkTools, approvalResponses, dropStoppedTools, fromAiSdkTool } from "../../src/ai-sdk.js";
@@ -226,6 +226,21 @@ describe("effectgate/ai-sdk: prepareStep and wrapped SDK tools", () => {
     await generateText({ model, tools, messages: prompt, experimental_context: { user: "u1" } });
     expect(payments.charges).toHaveLength(1);
     expect(seen).toEqual([{ toolCallId: "call_9", messages: 1, context: { user: "u1" } }]);
+  });
+
+  it("a wrapped SDK tool keeps its own toModelOutput: the model gets what the tool says, the program the tool's output", async () => {
+    const payments = await startChargeService({ instant: true });
+    const sdkCharge = tool({
+      inputSchema: z.object({ amount: z.number() }),
+      execute: (input, options) => postCharge(payments, options.toolCallId, input),
+      toModelOutput: ({ output }) => ({ type: "text", value: `charged ${(output as { amount: number }).amount}` }),
+    });
+    const gate = createGate({ tools: [fromAiSdkTool("charge_card", sdkCharge, { effect: "write" })], ledger: sqliteLedger(join(tempDir(), "l.db")), onAlert: () => {} });
+    closers.push(() => payments.close(), () => gate.close());
+    const model = scriptedModel([toolCalls({ id: "call_5", name: "charge_card", input: { amount: 5 } }), text("ok")]);
+    const result = await generateText({ model, tools: aiSdkTools(gate, { scope }), messages: prompt, stopWhen: stepCountIs(3) });
+    expect(toolResults(result.response.messages).map((p) => p.output)).toEqual([{ type: "text", value: "charged 5" }]);
+    expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ amount: 5 });
   });
 
   it("a streaming SDK tool passes its preliminary results through and records the last; a replay yields only that", async () => {

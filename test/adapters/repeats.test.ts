@@ -6,17 +6,19 @@
  */
 import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
-import { Agent, run, setTracingDisabled, Usage, type Model, type ModelRequest, type ModelResponse, type RunContext } from "@openai/agents";
+import { Agent, run, RunState, setTracingDisabled, Usage, type Model, type ModelRequest, type ModelResponse, type RunContext } from "@openai/agents";
 import { AIMessage, ToolMessage } from "@langchain/core/messages";
 import { createAgent, fakeModel } from "langchain";
 import { generateText, stepCountIs, type ModelMessage } from "ai";
+import { Command, MemorySaver } from "@langchain/langgraph";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { aiSdkTools } from "../../src/ai-sdk.js";
+import { aiSdkTools, approvalResponses } from "../../src/ai-sdk.js";
 import { anthropicTools } from "../../src/anthropic.js";
 import { agentsTool } from "../../src/openai-agents.js";
 import { effectgateMiddleware, fromLangChainTool } from "../../src/langchain.js";
 import { createGate, defineTool, type Gate, type RepeatPolicy } from "../../src/index.js";
+import { decideCall, listApprovals } from "../../src/operator.js";
 import { sqliteLedger } from "../../src/sqlite.js";
 import { tool as langchainToolOf } from "@langchain/core/tools";
 import { postCharge, startChargeService } from "../support/charge-service.js";
@@ -54,8 +56,15 @@ async function setup(repeats: RepeatPolicy) {
  * error naming the first call (an SDK may prefix its own "Error: ").
  */
 function expectSecondAnswer(action: RepeatPolicy["action"], first: string, second: string) {
-  if (action === "collapse") expect(second).toBe(first);
+  if (action === "collapse") expect(second).toBe(collapsedLine(second) + first);
   else expect(second).toMatch(/^(Error: )?EG_REPEATED_CALL: this charge_card call repeats call (call_1|tu_1) of this task .* It was not executed again: the effect already happened once\./s);
+}
+
+/** The line a collapsed answer starts with, where the model reads text: it names the first call and says the charge was not made again. */
+function collapsedLine(answer: string): string {
+  const line = /^\[effectgate: this charge_card call repeats call (call_1|tu_1) \(same input, completed [0-9T:.Z-]+\); it was not executed again\. That call's result:\]\n/.exec(answer);
+  expect(line, `a collapsed answer says it repeats the first call: ${answer}`).not.toBeNull();
+  return line![0];
 }
 
 describe.each(["collapse", "refuse"] as const)("a re-planned charge under a new call id (repeats: %s)", (action) => {
@@ -70,7 +79,16 @@ describe.each(["collapse", "refuse"] as const)("a re-planned charge under a new 
         : p.type === "tool-error" ? [p.error instanceof Error ? p.error.message : String(p.error)] : []);
     expect(payments.charges).toHaveLength(1);
     expect(outputs).toHaveLength(2);
-    expectSecondAnswer(action, outputs[0]!, outputs[1]!);
+    if (action === "refuse") expectSecondAnswer(action, outputs[0]!, outputs[1]!);
+    else {
+      // The program reads the output as the tool returned it; the model, in the tool message it is sent, is told it was not run.
+      expect(outputs[1]).toBe(outputs[0]);
+      const sent = result.response.messages.flatMap((m) => (m.role === "tool" ? m.content : []))
+        .find((p) => p.type === "tool-result" && p.toolCallId === "call_2");
+      const output = (sent as { output: { type: string; value: string } } | undefined)?.output;
+      expect(output?.type).toBe("text");
+      expect(output!.value).toBe(collapsedLine(output!.value) + outputs[0]);
+    }
   });
 
   it("Anthropic SDK tool runner: charged once; the second tool_result answers the re-plan", async () => {
@@ -117,6 +135,85 @@ describe.each(["collapse", "refuse"] as const)("a re-planned charge under a new 
     expect(payments.charges).toHaveLength(1);
     expect(answers).toHaveLength(2);
     expectSecondAnswer(action, answers[0]!, answers[1]!);
+  });
+});
+
+/**
+ * `approve`: the SDK's own approval surface is asked about the repeat (needsApproval, the agent's
+ * interruptions, the graph's interrupt), so the person sees it where the application already shows
+ * approvals, with a request naming the first call; approved, the second charge is made once;
+ * denied, never.
+ */
+describe("a re-planned charge under a new call id (repeats: approve): the SDK's approval surface asks the person", () => {
+  async function pendingRepeat(gate: Gate) {
+    const pending = await listApprovals(gate.ledger, { state: "pending" });
+    expect(pending).toHaveLength(1);
+    expect(pending[0]!.toolUseId).toBe("call_2");
+    expect(pending[0]!.reasons.join("; ")).toMatch(/^it repeats call call_1 of this task \(same input, key call_1\), which completed at .* with the result /);
+    return pending[0]!.id;
+  }
+
+  it.each([true, false])("Vercel AI SDK: a tool-approval-request for the repeat; decided %s from the operator layer", async (approve) => {
+    const { gate, payments } = await setup({ action: "approve" });
+    const tools = aiSdkTools(gate, { scope });
+    const model = scriptedModel([toolCalls({ id: "call_1", name: "charge_card", input: charge }), toolCalls({ id: "call_2", name: "charge_card", input: charge }), text("done")]);
+    const prompt: ModelMessage[] = [{ role: "user", content: "charge me 30" }];
+    const first = await generateText({ model, tools, messages: prompt, stopWhen: stepCountIs(5) });
+    // The first charge ran without asking anyone; the repeat is the SDK's approval request, not an error.
+    expect(payments.charges).toHaveLength(1);
+    expect(first.content.filter((p) => p.type === "tool-approval-request").map((p) => p.toolCall.toolCallId)).toEqual(["call_2"]);
+    expect(first.steps.flatMap((st) => st.content).some((p) => p.type === "tool-error")).toBe(false);
+    const id = await pendingRepeat(gate);
+    const conversation: ModelMessage[] = [...prompt, ...first.response.messages];
+    expect((await decideCall(gate.ledger, id, { approve, by: "alice", note: approve ? "customer asked for two" : "duplicate" })).ok).toBe(true);
+    const responses = await approvalResponses(gate, conversation, { scope });
+    expect(responses?.content).toEqual([expect.objectContaining({ type: "tool-approval-response", approved: approve })]);
+    await generateText({ model, tools, messages: [...conversation, responses as ModelMessage], stopWhen: stepCountIs(5) });
+    await generateText({ model, tools, messages: [...conversation, responses as ModelMessage], stopWhen: stepCountIs(5) });
+    expect(payments.charges).toHaveLength(approve ? 2 : 1);
+  });
+
+  it.each([true, false])("OpenAI Agents SDK: the repeat is a run interruption; decided %s, the resumed run charges accordingly", async (approve) => {
+    const { gate, payments, chargeCard } = await setup({ action: "approve" });
+    const agent = new Agent<{ tenant: string }>({
+      name: "billing", model: replanningModel(), tools: [agentsTool(gate, chargeCard, { scope: (rc: RunContext<{ tenant: string }>) => ({ tenant: rc.context.tenant, task: "chat-1" }) })],
+    });
+    const first = await run(agent, "charge me 30", { context: { tenant: "acme" } });
+    expect(payments.charges).toHaveLength(1);
+    expect(first.interruptions.map((i) => (i.rawItem as { callId: string }).callId)).toEqual(["call_2"]);
+    const id = await pendingRepeat(gate);
+    expect((await decideCall(gate.ledger, id, { approve, by: "alice" })).ok).toBe(true);
+    const saved = first.state.toString();
+    for (let i = 0; i < 2; i++) {
+      const state = await RunState.fromString(agent, saved);
+      await run(agent, state);
+    }
+    expect(payments.charges).toHaveLength(approve ? 2 : 1);
+  });
+
+  it.each([true, false])("LangChain createAgent with effectgateMiddleware: the repeat interrupts the graph; decided %s, the resumed graph charges accordingly", async (approve) => {
+    const payments = await startChargeService({ instant: true });
+    const written = langchainToolOf(async (input: { amount: number }, config) => postCharge(payments, String(config.toolCall?.id), input),
+      { name: "charge_card", description: "Charge the card", schema: z.object({ amount: z.number() }) });
+    const gate = createGate({ tools: [fromLangChainTool(written, { effect: "write", repeats: { action: "approve" } })], ledger: sqliteLedger(join(tempDir(), "l.db")), onAlert: () => {} });
+    closers.push(() => payments.close(), () => gate.close());
+    const model = fakeModel()
+      .respondWithTools([{ id: "call_1", name: "charge_card", args: charge }])
+      .respondWithTools([{ id: "call_2", name: "charge_card", args: charge }])
+      .respond(new AIMessage("done"));
+    const agent = createAgent({ model, tools: [written], middleware: [effectgateMiddleware(gate, { scope: () => scope() })], checkpointer: new MemorySaver() });
+    const thread = { configurable: { thread_id: "t-approve" } };
+    const paused = await agent.invoke({ messages: [{ role: "user", content: "charge me 30" }] }, thread);
+    expect(payments.charges).toHaveLength(1);
+    const interrupts = (paused as { __interrupt__?: { value: { callId: string; approvalId: string } }[] }).__interrupt__ ?? [];
+    expect(interrupts.map((i) => i.value.callId)).toEqual(["call_2"]);
+    const id = await pendingRepeat(gate);
+    expect(interrupts[0]!.value.approvalId).toBe(id);
+    expect((await decideCall(gate.ledger, id, { approve, by: "alice" })).ok).toBe(true);
+    const done = await agent.invoke(new Command({ resume: "decided in the console" }), thread);
+    expect(payments.charges).toHaveLength(approve ? 2 : 1);
+    const last = done.messages.filter((m) => ToolMessage.isInstance(m)).at(-1);
+    if (!approve) expect(typeof last?.content === "string" ? last.content : JSON.stringify(last?.content)).toMatch(/^EG_APPROVAL_DENIED/);
   });
 });
 

@@ -237,3 +237,41 @@ describe("definitions", () => {
     expect(() => createGate({ ledger, tools: [deleteTool(fx)] })).not.toThrow();
   });
 });
+
+/** What an SDK's approval surface is told (gate.approvalFor): the same judgement the pipeline makes when the call runs. */
+describe("approvalFor asks the repeats policy as the pipeline will", () => {
+  const approvalPolicy = { approvals: { rules: [{ tool: "send_payment", reason: "payments are checked" }] } };
+  function gateWith(repeats: ToolSpec<StandardSchemaV1, unknown>["repeats"], policy?: object) {
+    const fx = effects();
+    const clock = manualClock();
+    const ledger = memoryLedger({ clock: clock.now });
+    const gate = createGate({ ledger, tools: [paymentTool(fx, { repeats })], clock: clock.now, onAlert: () => {}, ...(policy ? { policy } : {}) });
+    const call = (id: string) => ({ id, name: "send_payment", input: payment });
+    return { fx, clock, ledger, gate, call };
+  }
+
+  it("approve: the repeat is pending with a request that names the first call; the first call and another task need nobody", async () => {
+    const { fx, clock, gate, call } = gateWith({ action: "approve" });
+    expect(await gate.approvalFor(call("toolu_1"), scope)).toEqual({ state: "not_needed" });
+    await gate.runToolUses([use("toolu_1", "send_payment", payment)], scope);
+    const status = await gate.approvalFor(call("toolu_2"), scope);
+    expect(status.state).toBe("pending");
+    expect("record" in status && status.record.reasons).toEqual([expect.stringMatching(/^it repeats call toolu_1 of this task/)]);
+    expect(await gate.approvalFor(call("toolu_3"), { tenant: "acme", task: "order-8" })).toEqual({ state: "not_needed" });
+    // The request the surface filed is the one the pipeline waits on: approved there, the call runs once.
+    await decideApproval(gate.ledger.governance!, "record" in status ? status.id : "", { approve: true, by: "alice" }, clock.now());
+    expect((await gate.runToolUses([use("toolu_2", "send_payment", payment)], scope))[0]).toMatchObject({ is_error: false });
+    expect(fx.log).toEqual(["send_payment:toolu_1", "send_payment:toolu_2"]);
+  });
+
+  it.each(["collapse", "refuse"] as const)("%s: a repeat a rule would put before a person needs nobody, since it is answered without running", async (action) => {
+    const { fx, clock, gate, call } = gateWith({ action }, approvalPolicy);
+    const first = await gate.approvalFor(call("toolu_1"), scope);
+    expect(first.state).toBe("pending");
+    await decideApproval(gate.ledger.governance!, "id" in first ? first.id : "", { approve: true, by: "alice" }, clock.now());
+    await gate.runToolUses([use("toolu_1", "send_payment", payment)], scope);
+    expect(await gate.approvalFor(call("toolu_2"), scope)).toEqual({ state: "not_needed" });
+    expect(await gate.ledger.governance!.listApprovals({ state: "pending" })).toEqual([]);
+    expect(fx.count()).toBe(1);
+  });
+});

@@ -4,12 +4,14 @@
  * resumed stream) replay the recorded result instead of running the effect again.
  */
 import { EffectgateError, errorMessage } from "../../core/errors.js";
+import { repeatPolicyOf } from "../../core/repeats.js";
 import type { StandardSchemaV1 } from "../../core/standard-schema.js";
 import { defineTool, type Tool, type ToolContext, type ToolSpec } from "../../core/tool.js";
 import type { Gate } from "../../root/create-gate.js";
 import type { ToolAnswer, ToolCall } from "../../root/tool-calls.js";
 import { requireCallId, ToolCallRefused } from "../shared.js";
 import { recordSdkApproval } from "./approvals.js";
+import { CollapsedCalls, modelOutputWith, type ToModelOutput } from "./model-output.js";
 import { contextOf, type AiSdkExecuteOptions, type AiSdkScope, type AiSdkTool } from "./types.js";
 
 /** An AI SDK tool's execute: a value, a promise, or an async iterable of preliminary results whose last is the result. */
@@ -22,6 +24,8 @@ interface SdkSource {
   readonly description?: unknown;
   /** ai 7: the context schema the SDK validates the tool's context with before execute sees it. */
   readonly contextSchema?: unknown;
+  /** The tool's own conversion of a result for the model. */
+  readonly toModelOutput?: ToModelOutput;
 }
 
 // Keyed by the effectgate tool (the gate holds that same object).
@@ -51,6 +55,9 @@ export function aiSdkTool<Context = unknown>(gate: Gate, name: string, options: 
   if (!tool) throw new EffectgateError("EG_BAD_OPTION", `the gate has no tool named ${JSON.stringify(name)} (its tools: ${[...gate.tools.keys()].join(", ")})`);
   const source = sdkSources.get(tool);
   const sdkExecute = source?.execute;
+  // Only a tool that collapses repeats (or has its own conversion) gets a toModelOutput: the others keep the SDK's default.
+  const collapsed = repeatPolicyOf(tool)?.action === "collapse" ? new CollapsedCalls() : undefined;
+  const toModelOutput = collapsed || source?.toModelOutput ? modelOutputWith(source?.toModelOutput, collapsed) : undefined;
 
   async function callOf(input: unknown, opts: Omit<AiSdkExecuteOptions<Context>, "abortSignal">): Promise<{ call: ToolCall; scope: Awaited<ReturnType<AiSdkScope>> }> {
     const id = requireCallId(opts.toolCallId, "the AI SDK", "toolCallId");
@@ -63,7 +70,9 @@ export function aiSdkTool<Context = unknown>(gate: Gate, name: string, options: 
     if (options.acceptSdkApprovals === true) await recordSdkApproval(gate, call, scope, opts.messages ?? []);
     const execute = sdkExecute === undefined ? undefined : (given: unknown, ctx: ToolContext) =>
       lastOf(sdkExecute(given as never, { ...opts, abortSignal: opts.abortSignal ? AbortSignal.any([ctx.signal, opts.abortSignal]) : ctx.signal }), onChunk);
-    return gate.runTool(call, scope, execute ? { execute } : {});
+    const answer = await gate.runTool(call, scope, execute ? { execute } : {});
+    if (answer.ok && answer.collapsed !== undefined) collapsed?.note(call.id, answer.collapsed);
+    return answer;
   }
 
   const streams = sdkExecute !== undefined && isAsyncGeneratorFunction(sdkExecute);
@@ -76,6 +85,7 @@ export function aiSdkTool<Context = unknown>(gate: Gate, name: string, options: 
     execute: streams
       ? (input, opts) => streamed((onChunk) => run(input, opts, onChunk))
       : async (input, opts) => resultOf(await run(input, opts, () => {})),
+    ...(toModelOutput === undefined ? {} : { toModelOutput }),
     ...(tool.effect === "read" ? {} : {
       async needsApproval(input: unknown, opts: Omit<AiSdkExecuteOptions<Context>, "abortSignal">) {
         const { call, scope } = await callOf(input, opts);
@@ -115,6 +125,9 @@ export function fromAiSdkTool(
     // The SDK types execute by its own input and options; any, so a tool of either major is accepted as it is.
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     readonly execute?: ((input: any, options: any) => unknown) | undefined;
+    /** Kept: the adapter's tool converts results for the model with it. */
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    readonly toModelOutput?: ((options: any) => unknown) | undefined;
   },
   spec: Omit<ToolSpec<StandardSchemaV1, unknown>, "name" | "input" | "execute">,
 ): Tool<StandardSchemaV1, unknown> {
@@ -134,6 +147,7 @@ export function fromAiSdkTool(
     execute: sdkExecute,
     ...(typeof sdkTool.description === "function" ? { description: sdkTool.description } : {}),
     ...(sdkTool.contextSchema === undefined ? {} : { contextSchema: sdkTool.contextSchema }),
+    ...(typeof sdkTool.toModelOutput === "function" ? { toModelOutput: sdkTool.toModelOutput as ToModelOutput } : {}),
   });
   return tool;
 }

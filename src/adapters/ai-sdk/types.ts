@@ -58,6 +58,12 @@ export interface AiSdkTool<Input = unknown, Context = unknown> {
   readonly contextSchema?: StandardSchemaV1<unknown, Context>;
   execute(input: Input, options: AiSdkExecuteOptions<Context>): Promise<unknown> | AsyncIterable<unknown>;
   needsApproval?(input: Input, options: Omit<AiSdkExecuteOptions<Context>, "abortSignal">): Promise<boolean>;
+  /**
+   * What the model is given for a result: a wrapped tool's own conversion, and the line saying a
+   * collapsed repeat was not run. `any`: ai 6 and ai 7 each type it by their own ToolResultOutput.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  toModelOutput?(options: { readonly toolCallId: string; readonly input: Input; readonly output: unknown }): Promise<any>;
 }
 
 /** A part of a model message, as far as approvals need one. */

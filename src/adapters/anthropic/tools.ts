@@ -10,6 +10,7 @@
  */
 import { renderResult } from "../../core/blocks.js";
 import { EffectgateError } from "../../core/errors.js";
+import { collapsedPreamble } from "../../core/repeats.js";
 import type { Json } from "../../core/json.js";
 import type { Scope } from "../../core/keys.js";
 import type { StandardSchemaV1 } from "../../core/standard-schema.js";
@@ -82,7 +83,7 @@ export function anthropicTool(gate: Gate, name: string, options: AnthropicToolOp
         answer = await waitAndRun(gate, call, scope, options.waitForApproval, execute, context?.signal ?? undefined);
       }
       if (!answer.ok) throw new ToolCallRefused(answer);
-      return contentOf(answer.result);
+      return contentOf(answer.result, answer.collapsed);
     },
   };
 }
@@ -141,11 +142,14 @@ async function waitAndRun(
 }
 
 /** A result as tool_result content: content blocks as they are (an array of `{ type }` objects), strings as they are, anything else as JSON. */
-function contentOf(result: Json): AnthropicToolContent {
+/** The tool_result content: the recorded content blocks or the result as text, after the line saying so for a collapsed repeat. */
+function contentOf(result: Json, collapsed: string | undefined): AnthropicToolContent {
+  const said = collapsed === undefined ? "" : collapsedPreamble(collapsed);
   if (Array.isArray(result) && result.length > 0 && result.every((b) => typeof b === "object" && b !== null && !Array.isArray(b) && typeof b.type === "string")) {
-    return result as Array<Record<string, unknown>>;
+    const blocks = result as Array<Record<string, unknown>>;
+    return said === "" ? blocks : [{ type: "text", text: said.trimEnd() }, ...blocks];
   }
-  return renderResult(result);
+  return said + renderResult(result);
 }
 
 /** The tool's input schema as JSON Schema, from the Standard JSON Schema interface (zod ≥ 4.2, valibot, arktype). */
