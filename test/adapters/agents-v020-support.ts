@@ -6,11 +6,10 @@
  * however often one saved run is resumed.
  */
 import type { FunctionTool } from "openai-agents-v020";
-import { tool } from "openai-agents-v020";
 import { assistantMessage, functionCall, modelResponder, ScriptedModel, type RecordedModelCall } from "openai-agents-v020/testing";
 import type { Gate } from "../../src/root/create-gate.js";
-import { agentsToolWith, type AgentsToolOptions } from "../../src/adapters/openai-agents/tool.js";
-import type { AgentsToolFactory, AnyGateTool } from "../../src/adapters/openai-agents/types.js";
+import { agentsTool, type AgentsToolOptions } from "../../src/openai-agents.js";
+import type { AnyGateTool } from "../../src/adapters/openai-agents/types.js";
 
 export interface PlannedCall {
   readonly callId: string;
@@ -44,10 +43,11 @@ export function plannedModel(calls: readonly PlannedCall[], turns = 12): Scripte
 }
 
 /**
- * The adapter's tool built with 0.20's own `tool()`. The entry (src/openai-agents.ts) passes the
- * installed SDK's `tool` to this same function; here the installed @openai/agents is 0.14, so the
- * test hands it 0.20's. The casts bridge the two majors' type declarations only.
+ * The adapter's public entry (src/openai-agents.ts, `agentsTool`) with 0.20 as its SDK: the test
+ * file that uses this substitutes the module `@openai/agents` with the 0.20 alias (vi.mock), so the
+ * entry's own `import { tool } from "@openai/agents"` gets 0.20's. The casts bridge the two majors'
+ * type declarations only.
  */
 export function agentsTool020<C>(gate: Gate, gated: AnyGateTool, options: AgentsToolOptions<C>): FunctionTool<C> {
-  return agentsToolWith(tool as unknown as AgentsToolFactory, gate, gated, options as AgentsToolOptions<unknown>) as unknown as FunctionTool<C>;
+  return agentsTool(gate, gated, options) as unknown as FunctionTool<C>;
 }

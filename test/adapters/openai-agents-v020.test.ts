@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, run, RunState, setTracingDisabled, tool } from "openai-agents-v020";
 import { z } from "zod";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startTicketService, type TicketService } from "../../demo/ticket-service.js";
 import { createTicketTool } from "../../demo/ticket-tool.js";
 import { createGate, type Gate } from "../../src/root/create-gate.js";
@@ -20,6 +20,10 @@ import { requireBuild, runFixture } from "../support/processes.js";
 import { newerSdkLines, newerSdkLinesNote } from "../support/sdk-lines.js";
 import { tempDir } from "../support/tmp.js";
 import { agentsTool020, plannedModel, type PlannedCall } from "./agents-v020-support.js";
+
+// The public entry effectgate/openai-agents imports the installed @openai/agents, which here is
+// 0.14: in this file that module is 0.20, so the entry runs against 0.20 exactly as a user's would.
+vi.mock("@openai/agents", async () => await import("openai-agents-v020"));
 
 beforeAll(() => {
   if (!newerSdkLines) return;
@@ -76,6 +80,11 @@ async function approvalsIn(file: string): Promise<{ id: string; toolUseId: strin
 }
 
 describe(`@openai/agents 0.20: resuming one saved RunState twice${newerSdkLinesNote}`, { skip: !newerSdkLines }, () => {
+  it("the public entry is what runs here, on 0.20: the module it imports its tool() from is 0.20's", async () => {
+    const entrySdk = await import("@openai/agents");
+    expect(entrySdk.tool).toBe(tool);
+  });
+
   it("without effectgate, the SDK runs the approved tool twice under the same call id (the path exists in 0.20)", async () => {
     const service = await ticketService();
     const ids: string[] = [];
