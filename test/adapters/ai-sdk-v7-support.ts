@@ -1,4 +1,5 @@
 /** Scripted models for the ai 7 tests: the SDK's own MockLanguageModelV4 (from `ai/test` of ai 7), answering step by step. */
+import { simulateReadableStream } from "ai-v7";
 import { MockLanguageModelV4 } from "ai-v7/test";
 
 type Content = Awaited<ReturnType<MockLanguageModelV4["doGenerate"]>>["content"][number];
@@ -25,6 +26,29 @@ export function scriptedModel(steps: Content[][]): MockLanguageModelV4 {
       const content = steps[Math.min(n++, steps.length - 1)] ?? [];
       const calls = content.some((c) => c.type === "tool-call");
       return { content, finishReason: { unified: calls ? "tool-calls" : "stop", raw: undefined }, usage, warnings: [] };
+    },
+  });
+}
+
+type StreamPart = Awaited<ReturnType<MockLanguageModelV4["doStream"]>>["stream"] extends ReadableStream<infer P> ? P : never;
+
+/**
+ * The same script for streamText: each step is streamed as the SDK's stream parts (a text as its
+ * start, one delta and end; a tool call as one part), ending with "tool-calls" or "stop".
+ */
+export function streamingModel(steps: Content[][]): MockLanguageModelV4 {
+  let n = 0;
+  return new MockLanguageModelV4({
+    doStream: async () => {
+      const content = steps[Math.min(n++, steps.length - 1)] ?? [];
+      const calls = content.some((c) => c.type === "tool-call");
+      const chunks: StreamPart[] = [{ type: "stream-start", warnings: [] }];
+      content.forEach((c, i) => {
+        if (c.type === "text") chunks.push({ type: "text-start", id: `t${i}` }, { type: "text-delta", id: `t${i}`, delta: c.text }, { type: "text-end", id: `t${i}` });
+        else chunks.push(c as StreamPart);
+      });
+      chunks.push({ type: "finish", finishReason: { unified: calls ? "tool-calls" : "stop", raw: undefined }, usage });
+      return { stream: simulateReadableStream({ chunks }) };
     },
   });
 }

@@ -8,11 +8,11 @@
  * The same scenarios on ai 6: ai-sdk.test.ts.
  */
 import { join } from "node:path";
-import { generateText, tool, type ModelMessage } from "ai-v7";
+import { generateText, InvalidToolApprovalSignatureError, isStepCount, streamText, tool, type ModelMessage } from "ai-v7";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { aiSdkTools, approvalResponses, dropStoppedTools, fromAiSdkTool, toolApproval } from "../../src/ai-sdk.js";
-import { createGate, defineTool, type Gate } from "../../src/index.js";
+import { createGate, defineTool, type Gate, type RepeatPolicy } from "../../src/index.js";
 import { listApprovals, setKillSwitch } from "../../src/operator.js";
 import { sqliteLedger } from "../../src/sqlite.js";
 import { runCli } from "../cli/run-cli.js";
@@ -20,7 +20,7 @@ import { postCharge, startChargeService } from "../support/charge-service.js";
 import { requireBuild } from "../support/processes.js";
 import { newerSdkLines, newerSdkLinesNote } from "../support/sdk-lines.js";
 import { tempDir } from "../support/tmp.js";
-import { scriptedModel, text, toolCalls } from "./ai-sdk-v7-support.js";
+import { scriptedModel, streamingModel, text, toolCalls } from "./ai-sdk-v7-support.js";
 
 beforeAll(() => {
   if (newerSdkLines) requireBuild();
@@ -306,5 +306,148 @@ describe(`effectgate/ai-sdk on ai 7: context, prepareStep and wrapped SDK tools$
     expect(payments.charges).toHaveLength(1);
     expect(seen).toEqual([{ toolCallId: "call_9", messages: 1, context: { tenant: "acme", chat: "chat-9" } }]);
     expect(model.doGenerateCalls[0]?.tools).toEqual([expect.objectContaining({ name: "charge_card", description: "Charge a card of acme" })]);
+  });
+});
+
+describe(`effectgate/ai-sdk on ai 7: streamText${newerSdkLinesNote}`, { skip: !newerSdkLines }, () => {
+  it("through toolApproval, approved from the CLI, the same approval messages streamed twice charge once and stream the same result", async () => {
+    const { gate, payments, ledgerPath, options } = await setup();
+    const model = streamingModel([toolCalls({ id: "call_1", name: "charge_card", input: { amount: 30 } }), text("done")]);
+    const first = streamText({ model, ...options, messages: prompt });
+    const request = approvalRequestOf(await first.content);
+    expect(request.toolCall.toolCallId).toBe("call_1");
+    const [id] = await pendingIds(gate);
+    expect((await runCli(["approvals", "approve", id!, "--db", ledgerPath, "--by", "alice"])).code).toBe(0);
+    const conversation: ModelMessage[] = [...prompt, ...(await first.responseMessages)];
+    const responses = await approvalResponses(gate, conversation, { scope });
+    const approved: ModelMessage[] = [...conversation, responses as ModelMessage];
+    const streamedResults = async () => {
+      const parts: unknown[] = [];
+      for await (const part of streamText({ model, ...options, messages: approved }).fullStream) if (part.type === "tool-result") parts.push(part.output);
+      return parts;
+    };
+    const a = await streamedResults();
+    const b = await streamedResults();
+    expect(payments.charges).toHaveLength(1);
+    expect(a).toEqual([expect.objectContaining({ id: payments.charges[0]?.id })]);
+    expect(b).toEqual(a);
+  });
+
+  it("a streaming tool's preliminary results reach the stream on the first run; a replay streams only the recorded result", async () => {
+    const ran: number[] = [];
+    const sdkTool = tool({
+      inputSchema: z.object({ n: z.number() }),
+      async *execute(input) {
+        for (let i = 1; i <= input.n; i++) {
+          ran.push(i);
+          yield { step: i };
+        }
+      },
+    });
+    const gate = createGate({ tools: [fromAiSdkTool("count_up", sdkTool, { effect: "write" })], ledger: sqliteLedger(join(tempDir(), "l.db")), onAlert: () => {} });
+    closers.push(() => gate.close());
+    const tools = aiSdkTools(gate, { scope });
+    const streamed = async () => {
+      const model = streamingModel([toolCalls({ id: "s1", name: "count_up", input: { n: 3 } }), text("counted")]);
+      const parts: { preliminary: boolean; output: unknown }[] = [];
+      for await (const part of streamText({ model, tools, messages: prompt, stopWhen: isStepCount(3) }).fullStream) {
+        if (part.type === "tool-result") parts.push({ preliminary: part.preliminary === true, output: part.output });
+      }
+      return parts;
+    };
+    // ai 7 streams every value the execute yields as a preliminary tool-result and then the last as the result.
+    // The adapter yields the tool's chunks as they come and then the recorded result, which is the last.
+    const prelim = (step: number) => ({ preliminary: true, output: { step } });
+    const final = { preliminary: false, output: { step: 3 } };
+    expect(await streamed()).toEqual([prelim(1), prelim(2), prelim(3), prelim(3), final]);
+    expect(await streamed()).toEqual([prelim(3), final]);
+    expect(ran).toEqual([1, 2, 3]);
+  });
+});
+
+describe(`effectgate/ai-sdk on ai 7: signed approvals (experimental_toolApprovalSecret)${newerSdkLinesNote}`, { skip: !newerSdkLines }, () => {
+  const secret = "approval-signing-secret-for-tests";
+
+  it("the SDK signs the request; the responses approvalResponses builds pass its check, and the call runs once", async () => {
+    const { gate, payments, ledgerPath, options } = await setup();
+    const model = scriptedModel([toolCalls({ id: "call_1", name: "charge_card", input: { amount: 30 } }), text("done")]);
+    const signed = { ...options, experimental_toolApprovalSecret: secret };
+    const first = await generateText({ model, ...signed, messages: prompt });
+    expect(approvalRequestOf(first.content)).toMatchObject({ signature: expect.any(String) });
+    const [id] = await pendingIds(gate);
+    expect((await runCli(["approvals", "approve", id!, "--db", ledgerPath, "--by", "alice"])).code).toBe(0);
+    const conversation: ModelMessage[] = [...prompt, ...first.responseMessages];
+    const approved: ModelMessage[] = [...conversation, (await approvalResponses(gate, conversation, { scope })) as ModelMessage];
+    await generateText({ model, ...signed, messages: approved });
+    await generateText({ model, ...signed, messages: approved });
+    expect(payments.charges).toHaveLength(1);
+  });
+
+  it("a client that changes the approved call's input is stopped by the SDK's signature check, and by the gate's digest without one", async () => {
+    const run = async (withSecret: boolean) => {
+      const { gate, payments, ledgerPath, options } = await setup();
+      const model = scriptedModel([toolCalls({ id: "call_1", name: "charge_card", input: { amount: 30 } }), text("done")]);
+      const given = withSecret ? { ...options, experimental_toolApprovalSecret: secret } : options;
+      const first = await generateText({ model, ...given, messages: prompt });
+      const [id] = await pendingIds(gate);
+      expect((await runCli(["approvals", "approve", id!, "--db", ledgerPath, "--by", "alice"])).code).toBe(0);
+      const conversation: ModelMessage[] = [...prompt, ...first.responseMessages];
+      const responses = (await approvalResponses(gate, conversation, { scope })) as ModelMessage;
+      // The client rewrites the amount in the assistant message that holds the approved call.
+      const forged = JSON.parse(JSON.stringify(conversation).replace('"amount":30', '"amount":3000')) as ModelMessage[];
+      return { payments, result: generateText({ model, ...given, messages: [...forged, responses] }) };
+    };
+    const signed = await run(true);
+    await expect(signed.result).rejects.toThrow(InvalidToolApprovalSignatureError);
+    expect(signed.payments.received).toHaveLength(0);
+    // Without a secret the SDK lets the changed call through; the person approved amount 30, so the gate charges nothing.
+    const unsigned = await run(false);
+    const steps = (await unsigned.result).steps.flatMap((st) => st.content);
+    expect(unsigned.payments.received).toHaveLength(0);
+    expect(steps.filter((p) => p.type === "tool-result")).toEqual([]);
+  });
+});
+
+describe(`effectgate/ai-sdk on ai 7: a re-planned charge under a new call id${newerSdkLinesNote}`, { skip: !newerSdkLines }, () => {
+  async function repeatsSetup(action: RepeatPolicy["action"]) {
+    const payments = await startChargeService({ instant: true });
+    const charge = defineTool({
+      name: "charge_card", effect: "write", input: z.object({ amount: z.number() }), repeats: { action },
+      execute: (input, ctx) => postCharge(payments, ctx.idempotencyKey, input),
+    });
+    const ledgerPath = join(tempDir(), "l.db");
+    const gate = createGate({ tools: [charge], ledger: sqliteLedger(ledgerPath), onAlert: () => {} });
+    closers.push(() => payments.close(), () => gate.close());
+    const model = scriptedModel([toolCalls({ id: "call_1", name: "charge_card", input: { amount: 30 } }), toolCalls({ id: "call_2", name: "charge_card", input: { amount: 30 } }), text("done")]);
+    return { gate, payments, model, ledgerPath, options: { tools: aiSdkTools(gate, { scope }), toolApproval: toolApproval(gate, { scope }), runtimeContext } };
+  }
+
+  it("collapse: charged once; the output is the first charge, and the model's tool message says it was not run", async () => {
+    const { payments, model, options } = await repeatsSetup("collapse");
+    const result = await generateText({ model, ...options, messages: prompt, stopWhen: isStepCount(5) });
+    expect(payments.charges).toHaveLength(1);
+    const outputs = result.steps.flatMap((s) => s.toolResults).map((r) => r.output);
+    expect(outputs).toHaveLength(2);
+    expect(outputs[1]).toEqual(outputs[0]);
+    const [first, second] = toolResults(result.responseMessages).map((p) => p.output as { type: string; value: unknown });
+    expect(first).toEqual({ type: "json", value: outputs[0] });
+    expect(second?.type).toBe("text");
+    expect(String(second?.value)).toMatch(/^\[effectgate: this charge_card call repeats call call_1 \(same input, completed .*\); it was not executed again\. That call's result:\]\n\{/);
+  });
+
+  it("approve: toolApproval puts the repeat before a person, naming the first call; approved from the CLI it is charged once more", async () => {
+    const { gate, payments, model, ledgerPath, options } = await repeatsSetup("approve");
+    const first = await generateText({ model, ...options, messages: prompt, stopWhen: isStepCount(5) });
+    expect(payments.charges).toHaveLength(1);
+    const request = approvalRequestOf(first.content);
+    expect(request.toolCall.toolCallId).toBe("call_2");
+    const [pending] = await listApprovals(gate.ledger, { state: "pending" });
+    expect(pending?.reasons).toEqual([expect.stringMatching(/^it repeats call call_1 of this task/)]);
+    expect((await runCli(["approvals", "approve", pending!.id, "--db", ledgerPath, "--by", "alice"])).code).toBe(0);
+    const conversation: ModelMessage[] = [...prompt, ...first.responseMessages];
+    const approved: ModelMessage[] = [...conversation, (await approvalResponses(gate, conversation, { scope })) as ModelMessage];
+    await generateText({ model, ...options, messages: approved, stopWhen: isStepCount(5) });
+    await generateText({ model, ...options, messages: approved, stopWhen: isStepCount(5) });
+    expect(payments.charges).toHaveLength(2);
   });
 });

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineTool, type ToolSpec } from "../../src/core/tool.js";
+import type { RepeatPolicy } from "../../src/core/repeats.js";
 import type { StandardSchemaV1 } from "../../src/core/standard-schema.js";
 import { createGate } from "../../src/root/create-gate.js";
 import { memoryLedger } from "../../src/stores/memory/index.js";
@@ -241,7 +242,7 @@ describe("definitions", () => {
 /** What an SDK's approval surface is told (gate.approvalFor): the same judgement the pipeline makes when the call runs. */
 describe("approvalFor asks the repeats policy as the pipeline will", () => {
   const approvalPolicy = { approvals: { rules: [{ tool: "send_payment", reason: "payments are checked" }] } };
-  function gateWith(repeats: ToolSpec<StandardSchemaV1, unknown>["repeats"], policy?: object) {
+  function gateWith(repeats: RepeatPolicy, policy?: object) {
     const fx = effects();
     const clock = manualClock();
     const ledger = memoryLedger({ clock: clock.now });
