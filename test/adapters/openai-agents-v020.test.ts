@@ -13,6 +13,9 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startTicketService, type TicketService } from "../../demo/ticket-service.js";
 import { createTicketTool } from "../../demo/ticket-tool.js";
 import { createGate, type Gate } from "../../src/root/create-gate.js";
+import { defineTool } from "../../src/core/tool.js";
+import type { RepeatPolicy } from "../../src/core/repeats.js";
+import { assistantMessage, functionCall, modelResponder, ScriptedModel } from "openai-agents-v020/testing";
 import type { Condition, Policy } from "../../src/governance/policy.js";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { runCli } from "../cli/run-cli.js";
@@ -224,5 +227,53 @@ describe(`@openai/agents 0.20: a worker SIGKILLed right after the tool's effect$
     expect(service.tickets).toHaveLength(1);
     expect(JSON.parse(out.finalOutput)).toEqual(service.tickets[0]);
     expect(out).toMatchObject({ interruptions: 0, stats: { executed: 0 } }); // settled by the probe, not run again
+  });
+});
+
+describe(`@openai/agents 0.20: a re-planned ticket under a new call id${newerSdkLinesNote}`, { skip: !newerSdkLines }, () => {
+  const ask = { customer: "c_1", title: "refund" };
+  /** A model that asks for the ticket, and once it has the result asks for it again under a new call id, then reports both. */
+  function replanning(): ScriptedModel {
+    const respond = modelResponder((call) => {
+      const items = Array.isArray(call.request.input) ? call.request.input : [];
+      const answered = items.filter((i) => i.type === "function_call_result").length;
+      if (answered < 2) return [functionCall("create_ticket", ask, { callId: `call_${answered + 1}`, id: `fc_${answered + 1}` })];
+      return [assistantMessage("done", { id: "msg_final" })];
+    });
+    return new ScriptedModel([respond, respond, respond, respond]);
+  }
+  function agentFor(service: TicketService, action: RepeatPolicy["action"]) {
+    const file = join(workDir(), `ledger-${++n}.db`);
+    const tickets = defineTool({ ...createTicketTool(service.url), repeats: { action } });
+    const gate = createGate({ tools: [tickets], ledger: sqliteLedger(file), onAlert: () => {} });
+    opened.push({ close: () => gate.close() });
+    return { gate, file, agent: new Agent<Ctx>({ name: "support", model: replanning(), tools: [agentsTool020<Ctx>(gate, tickets, { scope })] }) };
+  }
+  const outputsOf = (result: { newItems: readonly { type: string }[] }) =>
+    result.newItems.filter((i) => i.type === "tool_call_output_item").map((i) => String((i as unknown as { output: unknown }).output));
+
+  it("collapse: one ticket; the second output is the first ticket after the line saying it was not made again", async () => {
+    const service = await ticketService();
+    const { agent } = agentFor(service, "collapse");
+    const outputs = outputsOf(await run(agent, "refund me", { context }));
+    expect(service.tickets).toHaveLength(1);
+    expect(outputs).toHaveLength(2);
+    expect(outputs[1]).toMatch(/^\[effectgate: this create_ticket call repeats call call_1 \(same input, completed .*\); it was not executed again\. That call's result:\]\n/);
+    expect(outputs[1]!.endsWith(outputs[0]!)).toBe(true);
+  });
+
+  it("approve: the repeat is an interruption of the run; approved from the CLI, the resumed run makes the second ticket once", async () => {
+    const service = await ticketService();
+    const { agent, file } = agentFor(service, "approve");
+    const first = await run(agent, "refund me", { context });
+    expect(service.tickets).toHaveLength(1);
+    expect(first.interruptions.map((i) => (i.rawItem as { callId: string }).callId)).toEqual(["call_2"]);
+    const [request] = (await approvalsIn(file)).filter((a) => a.state === "pending");
+    expect(request?.toolUseId).toBe("call_2");
+    expect((await runCli(["approvals", "approve", request!.id, "--db", file])).code).toBe(0);
+    const saved = first.state.toString();
+    await resume(agent, saved);
+    await resume(agent, saved);
+    expect(service.tickets.map((t) => t.idempotencyKey)).toEqual(["call_1", "call_2"]);
   });
 });
