@@ -217,6 +217,41 @@ describe("a re-planned charge under a new call id (repeats: approve): the SDK's 
   });
 });
 
+/**
+ * The default for destructive tools (refuse), through an SDK's approval surface: every destructive
+ * call needs a person, but a repeat that will be refused is not put before one. Asking would file a
+ * request the gate then ignores.
+ */
+describe("a re-planned deletion (destructive, repeats by default: refuse) through the AI SDK", () => {
+  it("the first call is approved and runs; the repeat gets no approval request and is refused, naming the first", async () => {
+    const accounts = await startChargeService({ instant: true });
+    const deleteAccount = defineTool({
+      name: "delete_account", description: "Delete an account", effect: "destructive", input: z.object({ account: z.string() }),
+      dryRun: (input: { account: string }) => ({ effect: "would_delete", would_affect: { account: input.account }, reversible: false }),
+      execute: (input, ctx) => postCharge(accounts, ctx.idempotencyKey, { amount: 0, account: input.account }),
+    });
+    const gate = createGate({ tools: [deleteAccount], ledger: sqliteLedger(join(tempDir(), "ledger.db")), onAlert: () => {} });
+    closers.push(() => accounts.close(), () => gate.close());
+    const tools = aiSdkTools(gate, { scope });
+    const ask = { account: "acc_9" };
+    const model = scriptedModel([toolCalls({ id: "call_1", name: "delete_account", input: ask }), toolCalls({ id: "call_2", name: "delete_account", input: ask }), text("done")]);
+    const prompt: ModelMessage[] = [{ role: "user", content: "delete acc_9" }];
+    const first = await generateText({ model, tools, messages: prompt, stopWhen: stepCountIs(5) });
+    const [request] = await listApprovals(gate.ledger, { state: "pending" });
+    expect(request?.toolUseId).toBe("call_1");
+    expect((await decideCall(gate.ledger, request!.id, { approve: true, by: "alice" })).ok).toBe(true);
+    const conversation: ModelMessage[] = [...prompt, ...first.response.messages];
+    const second = await generateText({ model, tools, messages: [...conversation, (await approvalResponses(gate, conversation, { scope })) as ModelMessage], stopWhen: stepCountIs(5) });
+    expect(accounts.charges).toHaveLength(1);
+    const parts = second.steps.flatMap((st) => st.content);
+    expect(parts.some((p) => p.type === "tool-approval-request")).toBe(false);
+    const refused = parts.find((p) => p.type === "tool-error");
+    expect(refused?.type === "tool-error" && refused.toolCallId).toBe("call_2");
+    expect(refused?.type === "tool-error" && String((refused.error as Error).message)).toMatch(/^EG_REPEATED_CALL: this delete_account call repeats call call_1 of this task/);
+    expect((await listApprovals(gate.ledger, {})).map((a) => a.toolUseId)).toEqual(["call_1"]);
+  });
+});
+
 /** A model that asks for the charge, and once it has a result asks for it again under a new call id, then stops. */
 function replanningModel(): Model {
   return {
