@@ -28,12 +28,21 @@ export interface OtelOptions {
   readonly enrichActive?: boolean;
 }
 
-/** The caller's active span, when it is an `execute_tool` span for this very tool. */
-function activeToolSpan(tool: string): Span | undefined {
+/**
+ * The caller's active span, when it is the tool-execution span of this very call: named
+ * `execute_tool {tool}` as the GenAI conventions name it, or saying so in its attributes
+ * (`gen_ai.operation.name` execute_tool for this tool, and this call id if it names one): the
+ * Anthropic SDK's tool runner names its span `anthropic.custom_tool_use {tool}`. SDK spans expose
+ * `name` and `attributes`; a span that does not is never taken for one.
+ */
+function activeToolSpan(call: ObservedCall): Span | undefined {
   const span = trace.getActiveSpan();
   if (!span?.isRecording()) return undefined;
-  const name = (span as { name?: unknown }).name;
-  return name === `${OPERATION} ${tool}` ? span : undefined;
+  const { name, attributes } = span as { name?: unknown; attributes?: Readonly<Record<string, unknown>> };
+  if (name === `${OPERATION} ${call.tool}`) return span;
+  if (attributes?.[GEN_AI_OPERATION_NAME] !== OPERATION || attributes[GEN_AI_TOOL_NAME] !== call.tool) return undefined;
+  const id = attributes[GEN_AI_TOOL_CALL_ID];
+  return id === undefined || id === call.toolUseId ? span : undefined;
 }
 
 function startAttributes(call: ObservedCall): Attributes {
@@ -66,7 +75,7 @@ export function otelObserver(options: OtelOptions = {}): GateObserver {
   const tracer = options.tracer ?? trace.getTracer("effectgate");
   return {
     callStarted(call) {
-      const existing = options.enrichActive === false ? undefined : activeToolSpan(call.tool);
+      const existing = options.enrichActive === false ? undefined : activeToolSpan(call);
       const span = existing ?? tracer.startSpan(`${OPERATION} ${call.tool}`, { kind: SpanKind.INTERNAL, attributes: startAttributes(call) }, context.active());
       if (existing) existing.setAttributes(startAttributes(call));
       const spanContext = trace.setSpan(context.active(), span);

@@ -3,6 +3,7 @@
  * async-hooks context manager): one `execute_tool {tool}` span per call with the GenAI and
  * effectgate attributes; a caller's execute_tool span is enriched, not doubled; never an input.
  */
+import Anthropic from "@anthropic-ai/sdk";
 import { context, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
@@ -11,6 +12,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { EffectgateError } from "../../src/core/errors.js";
 import { defineTool } from "../../src/core/tool.js";
 import { keyDigest, otelObserver } from "../../src/otel.js";
+import { anthropicTools } from "../../src/anthropic.js";
+import { startFakeMessagesApi, textBlock, toolUse } from "../adapters/fake-messages-api.js";
 import { createGate } from "../../src/root/create-gate.js";
 import { memoryLedger } from "../../src/stores/memory/index.js";
 import { deleteAccountTool, effects, use } from "../governance/support.js";
@@ -93,6 +96,26 @@ describe("effectgate/otel", () => {
     expect(second.parentSpanContext?.spanId).toBe(turnId);
     expect(downstreamParent).toBe(second.spanContext().spanId);
     expect(trace.getActiveSpan()).toBeUndefined();
+  });
+
+  it("under the real Anthropic SDK tool runner, its own tool span (anthropic.custom_tool_use, gen_ai execute_tool) is enriched, not doubled", async () => {
+    const fake = await startFakeMessagesApi([[toolUse("tu_1", "send_email", { to: "a" })], [textBlock("sent")]]);
+    const tool = defineTool({ name: "send_email", effect: "write", input: z.object({ to: z.string() }), execute: (input) => ({ sent: input.to }) });
+    const gate = createGate({ tools: [tool], ledger: memoryLedger(), observers: [otelObserver({ tracer })], onAlert: () => {} });
+    const client = new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0, openTelemetry: { tracerProvider: provider, traces: { enabled: true } } });
+    try {
+      await client.beta.messages.toolRunner({
+        model: "claude-test", max_tokens: 100, messages: [{ role: "user", content: "mail a" }], tools: anthropicTools(gate, { scope: () => scope }),
+      });
+    } finally {
+      await gate.close();
+      await fake.close();
+    }
+    const toolSpans = exporter.getFinishedSpans().filter((s) => s.attributes["gen_ai.operation.name"] === "execute_tool");
+    expect(toolSpans.map((s) => s.name)).toEqual(["anthropic.custom_tool_use send_email"]);
+    expect(toolSpans[0]!.attributes).toMatchObject({
+      "gen_ai.tool.name": "send_email", "gen_ai.tool.call.id": "tu_1", "effectgate.effect_class": "write", "effectgate.outcome": "executed", "effectgate.state": "completed",
+    });
   });
 
   it("the approval id is what governance filed, decided and consumed, not a string found in the answer", async () => {
