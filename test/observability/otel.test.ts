@@ -17,7 +17,10 @@ import { startFakeMessagesApi, textBlock, toolUse } from "../adapters/fake-messa
 import { createGate } from "../../src/root/create-gate.js";
 import { memoryLedger } from "../../src/stores/memory/index.js";
 import { deleteAccountTool, effects, use } from "../governance/support.js";
-import { runScenario, scope, SECRET } from "./scenario.js";
+import { durableScenarioLedger, runScenario, scope, SECRET } from "./scenario.js";
+import { join } from "node:path";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
+import { tempDir } from "../support/tmp.js";
 
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -60,6 +63,20 @@ describe("effectgate/otel", () => {
     const values = JSON.stringify(spans.map((s) => s.attributes));
     expect(values).not.toContain(SECRET);
     expect(values).not.toContain("acc_1");
+  });
+
+  it("on a SQLite ledger, the same spans: one per call, each with the outcome the call came to", async () => {
+    const ledger = sqliteLedger(join(tempDir(), "ledger.db"));
+    try {
+      await runScenario([otelObserver({ tracer })], {}, durableScenarioLedger(ledger));
+    } finally {
+      await ledger.close();
+    }
+    const outcomes = exporter.getFinishedSpans().map((s) => `${String(s.attributes["gen_ai.tool.call.id"])} ${String(s.attributes["effectgate.outcome"])} ${String(s.attributes["effectgate.state"] ?? "-")}`);
+    expect(outcomes).toEqual([
+      "toolu_mail executed completed", "toolu_mail replayed completed", "toolu_bad refused -", "toolu_del waiting -",
+      "toolu_flaky executed failed", "toolu_charge probed completed", "toolu_mail2 refused -",
+    ]);
   });
 
   it("enriches the caller's own execute_tool span for the same tool instead of adding a second; another active span becomes the parent", async () => {

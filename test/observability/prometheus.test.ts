@@ -5,7 +5,14 @@ import { ledgerGauges, prometheusObserver } from "../../src/prometheus.js";
 import { memoryLedger } from "../../src/stores/memory/index.js";
 import { createGate } from "../../src/root/create-gate.js";
 import { effects, emailTool, use } from "../governance/support.js";
-import { runScenario } from "./scenario.js";
+import { join } from "node:path";
+import { postgresLedger } from "../../src/stores/postgres/index.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
+import { usePostgres } from "../support/pg.js";
+import { tempDir } from "../support/tmp.js";
+import { durableScenarioLedger, runScenario } from "./scenario.js";
+
+const pg = usePostgres();
 
 /** Prometheus text format → { 'name{a="x",b="y"}': value } with labels in the order written. */
 function parse(text: string): Map<string, number> {
@@ -90,5 +97,34 @@ describe("effectgate/prometheus", () => {
     await ledger.calls.update("acme", "k2", claimed.record.version, { state: "needs_human", owner: null, error: "lost" });
     const after = parse(await registry.metrics());
     expect([after.get("agent_approvals_pending"), after.get("agent_queue_size")]).toEqual([1, 1]);
+  });
+});
+
+/** The same outcome counts on the durable ledgers: what a call came to is noted by the gate, whatever store records it. */
+describe.each([
+  ["SQLite", async () => sqliteLedger(join(tempDir(), "ledger.db"))],
+  ["PostgreSQL", async () => postgresLedger({ connectionString: pg.url, poolSize: 2 }, { schema: pg.freshSchema() })],
+] as const)("effectgate/prometheus on a %s ledger", (_name, open) => {
+  it("counts every outcome as on the memory ledger, and the tools did only what the counts say", async () => {
+    const ledger = await open();
+    try {
+      const metrics = prometheusObserver();
+      const { fx } = await runScenario([metrics], {}, durableScenarioLedger(ledger));
+      const s = parse(await metrics.metrics());
+      const outcomes = [...s].filter(([k]) => k.startsWith("effectgate_calls_total")).map(([k, v]) => `${k.slice(k.indexOf("{"))} ${v}`).sort();
+      expect(outcomes).toEqual([
+        '{tool="charge_card",effect_class="write",outcome="probed",error_type=""} 1',
+        '{tool="delete_account",effect_class="destructive",outcome="waiting",error_type="EG_AWAITING_APPROVAL"} 1',
+        '{tool="flaky",effect_class="write",outcome="executed",error_type="EG_TOOL_FAILED"} 1',
+        '{tool="send_email",effect_class="write",outcome="executed",error_type=""} 1',
+        '{tool="send_email",effect_class="write",outcome="refused",error_type="EG_INVALID_INPUT"} 1',
+        '{tool="send_email",effect_class="write",outcome="refused",error_type="EG_KILL_SWITCH"} 1',
+        '{tool="send_email",effect_class="write",outcome="replayed",error_type=""} 1',
+      ]);
+      expect(s.get('effectgate_probe_outcomes_total{tool="charge_card",result="done"}')).toBe(1);
+      expect(fx.log).toEqual(["send_email:toolu_mail", "flaky:-"]);
+    } finally {
+      await ledger.close();
+    }
   });
 });

@@ -8,6 +8,7 @@ import { defineTool } from "../../src/core/tool.js";
 import { fingerprint } from "../../src/core/keys.js";
 import { createGate, type GateOptions } from "../../src/root/create-gate.js";
 import { memoryLedger } from "../../src/stores/memory/index.js";
+import type { Stores } from "../../src/contracts/stores.js";
 import type { GateObserver } from "../../src/gate/observe.js";
 import type { Alert } from "../../src/gate/alerts.js";
 import { deleteAccountTool, effects, emailTool, use } from "../governance/support.js";
@@ -15,10 +16,37 @@ import { deleteAccountTool, effects, emailTool, use } from "../governance/suppor
 export const scope = { tenant: "acme", task: "t1", agent: "support-bot" };
 export const SECRET = "secret-recipient@example.com";
 
-export async function runScenario(observers: readonly GateObserver[], extra: Partial<GateOptions> = {}) {
-  const fx = effects();
+/**
+ * The ledger the scenario runs on, and how the dead worker's lease runs out there: the memory
+ * ledger's clock is moved by hand; a SQLite or PostgreSQL ledger judges leases by the database's
+ * own clock, so the claim's lease is 1 ms and the scenario waits until the database says it ran out.
+ */
+export interface ScenarioLedger {
+  readonly ledger: Stores;
+  readonly leaseMs: number;
+  expireLease(): Promise<void>;
+}
+
+export function memoryScenarioLedger(): ScenarioLedger {
   let storeNow = 1_800_000_000_000;
-  const ledger = memoryLedger({ clock: () => storeNow });
+  return { ledger: memoryLedger({ clock: () => storeNow }), leaseMs: 1_000, expireLease: async () => void (storeNow += 60_000) };
+}
+
+/** A durable ledger: the lease of 1 ms has run out once the store's own clock moved past it (a few ms later). */
+export function durableScenarioLedger(ledger: Stores): ScenarioLedger {
+  return {
+    ledger, leaseMs: 1,
+    async expireLease() {
+      // The database runs on this machine's clock: a few ms past the expiry it has run out there too.
+      const expires = (await ledger.calls.get(scope.tenant, "toolu_charge"))?.leaseExpiresAt ?? 0;
+      while (Date.now() <= expires + 5) await new Promise((resolve) => setTimeout(resolve, 2));
+    },
+  };
+}
+
+export async function runScenario(observers: readonly GateObserver[], extra: Partial<GateOptions> = {}, on: ScenarioLedger = memoryScenarioLedger()) {
+  const fx = effects();
+  const { ledger } = on;
   const charged = new Set<string>();
   const charge = defineTool({
     name: "charge_card", effect: "write", input: z.object({ amount: z.number() }),
@@ -52,10 +80,10 @@ export async function runScenario(observers: readonly GateObserver[], extra: Par
   const input = { amount: 5 };
   const claim = await ledger.calls.claim({
     tenant: scope.tenant, key: "toolu_charge", tool: "charge_card", effect: "write", task: scope.task, toolUseId: "toolu_charge",
-    fingerprint: fingerprint("charge_card", input), input, inputRedacted: false, owner: "dead-worker/1", leaseMs: 1_000,
+    fingerprint: fingerprint("charge_card", input), input, inputRedacted: false, owner: "dead-worker/1", leaseMs: on.leaseMs,
   });
   charged.add(claim.record.key);
-  storeNow += 60_000;
+  await on.expireLease();
   const probed = await run("toolu_charge", "charge_card", input);
 
   await ledger.governance!.setKillSwitch({ tenant: scope.tenant }, true, { by: "test" }, Date.now());
