@@ -138,6 +138,31 @@ describe.each(["collapse", "refuse"] as const)("a re-planned charge under a new 
   });
 });
 
+describe("a collapsed repeat whose result is Anthropic content blocks", () => {
+  it("the runner's tool_result keeps the blocks, after a text block saying the call was not run", async () => {
+    const payments = await startChargeService({ instant: true });
+    const chargeCard = defineTool({
+      name: "charge_card", description: "Charge the card", effect: "write", input: z.object({ amount: z.number() }), repeats: { action: "collapse" },
+      execute: async (input, ctx) => [{ type: "text", text: `charged ${JSON.stringify(await postCharge(payments, ctx.idempotencyKey, input))}` }],
+    });
+    const gate = createGate({ tools: [chargeCard], ledger: sqliteLedger(join(tempDir(), "ledger.db")), onAlert: () => {} });
+    const fake = await startFakeMessagesApi([[toolUse("tu_1", "charge_card", charge)], [toolUse("tu_2", "charge_card", charge)], [textBlock("done")]]);
+    closers.push(() => payments.close(), () => gate.close(), () => fake.close());
+    const client = new Anthropic({ apiKey: "test-key", baseURL: fake.url, maxRetries: 0 });
+    await client.beta.messages.toolRunner({
+      model: "claude-test", max_tokens: 100, messages: [{ role: "user", content: "charge me 30" }], tools: anthropicTools(gate, { scope }), thread: false,
+    });
+    const results = (fake.requests.at(-1)?.messages ?? []).flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+      .filter((b: { type?: string }) => b.type === "tool_result") as { content: { type: string; text: string }[] }[];
+    expect(payments.charges).toHaveLength(1);
+    const [first, second] = results;
+    expect(first!.content).toHaveLength(1);
+    expect(second!.content).toHaveLength(2);
+    expect(second!.content[0]!.text).toMatch(/^\[effectgate: this charge_card call repeats call tu_1 \(same input, completed .*\); it was not executed again\. That call's result:\]$/);
+    expect(second!.content[1]).toEqual(first!.content[0]);
+  });
+});
+
 /**
  * `approve`: the SDK's own approval surface is asked about the repeat (needsApproval, the agent's
  * interruptions, the graph's interrupt), so the person sees it where the application already shows
