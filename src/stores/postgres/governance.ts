@@ -12,11 +12,12 @@ import { EffectgateError } from "../../core/errors.js";
 import { isEffectClass } from "../../core/effect-class.js";
 import { type Json } from "../../core/json.js";
 import { canMoveApproval } from "../../contracts/approval-states.js";
-import { APPROVAL_STATES, type ApprovalRecord, type ApprovalState, type Breaker, type GovernanceStore, type KillSwitch, type QuotaVerdict, type RateVerdict } from "../../contracts/governance.js";
+import { APPROVAL_STATES, type ApprovalCountQuery, type ApprovalRecord, type ApprovalState, type Breaker, type GovernanceStore, type KillSwitch, type QuotaVerdict, type RateVerdict } from "../../contracts/governance.js";
 import { type DryRunPreview } from "../../core/hooks.js";
 import { NOTHING_RAN, type PostgresAccess } from "./access.js";
 import { fieldsOf, literal, type RawRow } from "./rows.js";
-import { commitModeOf, named } from "./statements.js";
+import { approvalFilters } from "../sql/approval-filters.js";
+import { commitModeOf, named, type Statement } from "./statements.js";
 
 const EVERY = "";
 
@@ -48,8 +49,6 @@ function statements(s: string, m: ReturnType<typeof commitModeOf>) {
         'pending', $14::text, $15::bigint, $16::bigint, NULL, NULL, NULL, NULL ${m.from} WHERE true
       ON CONFLICT (id) DO NOTHING RETURNING ${APPROVAL_COLS}`),
     getApproval: named(`SELECT ${APPROVAL_COLS} FROM ${s}.approvals WHERE id = $1`),
-    listApprovals: named(`SELECT ${APPROVAL_COLS} FROM ${s}.approvals
-      WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR tenant = $2) ORDER BY requested_at, id LIMIT $3`),
     moveApproval: named(`UPDATE ${s}.approvals SET
         state = $3,
         decided_by = CASE WHEN $4::boolean THEN $5 ELSE decided_by END,
@@ -63,8 +62,28 @@ function statements(s: string, m: ReturnType<typeof commitModeOf>) {
   };
 }
 
+/**
+ * The approvals listing (oldest first, the limit last) or count (n) for `query`'s filters, each
+ * combination prepared under its own name, and its values.
+ */
+function approvalsSql(schema: string, prepared: Map<string, Statement>, query: ApprovalCountQuery, what: "list" | "count"): { statement: Statement; values: unknown[] } {
+  const values: unknown[] = [];
+  const where = approvalFilters(query, (value) => {
+    values.push(value);
+    return `$${values.length}::text`;
+  });
+  const filtered = where.length > 0 ? ` WHERE ${where.join(" AND ")}` : "";
+  const text = what === "list"
+    ? `SELECT ${APPROVAL_COLS} FROM ${schema}.approvals${filtered} ORDER BY requested_at, id LIMIT $${values.length + 1}::integer`
+    : `SELECT count(*) AS n FROM ${schema}.approvals${filtered}`;
+  let statement = prepared.get(text);
+  if (!statement) prepared.set(text, (statement = named(text)));
+  return { statement, values };
+}
+
 export function postgresGovernance(access: PostgresAccess): GovernanceStore {
   const sql = statements(access.schema, commitModeOf(access.durability));
+  const approvalStatements = new Map<string, Statement>();
   const read = <T>(what: string, fn: () => Promise<T>) => access.run({ what, next: NOTHING_RAN, writes: false }, fn);
   const write = <T>(what: string, fn: () => Promise<T>) => access.run({ what, next: NOTHING_RAN, writes: true }, fn);
   const decodeApproval = (row: RawRow) => approvalOf(row, access.schema);
@@ -136,7 +155,17 @@ export function postgresGovernance(access: PostgresAccess): GovernanceStore {
         return row && decodeApproval(row);
       }),
     listApprovals: (q = {}) =>
-      read("list approvals", async () => (await access.query(sql.listApprovals, [q.state ?? null, q.tenant ?? null, q.limit ?? 100])).rows.map(decodeApproval)),
+      read("list approvals", async () => {
+        const { statement, values } = approvalsSql(access.schema, approvalStatements, q, "list");
+        return (await access.query(statement, [...values, q.limit ?? 100])).rows.map(decodeApproval);
+      }),
+    countApprovals: (q = {}) =>
+      read("count approvals", async () => {
+        const { statement, values } = approvalsSql(access.schema, approvalStatements, q, "count");
+        const [row] = (await access.query(statement, values)).rows;
+        if (!row) throw new Error("counting approvals returned no row");
+        return fieldsOf(row, "the approval count").int("n");
+      }),
     async moveApproval(id, from, move, now) {
       if (!canMoveApproval(from, move.to)) throw new EffectgateError("EG_ILLEGAL_TRANSITION", `approval ${id} cannot move from ${from} to ${move.to}`);
       const decided = move.to === "approved" || move.to === "denied";
