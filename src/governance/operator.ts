@@ -5,7 +5,7 @@
 import { EffectgateError } from "../core/errors.js";
 import type { Stores } from "../contracts/stores.js";
 import { decideApproval, type ApprovalDecision, type DecideResult } from "./approvals.js";
-import type { ApprovalQuery, ApprovalRecord, Breaker, GovernanceStore, KillSwitch, KillTarget } from "../contracts/governance.js";
+import type { ApprovalCountQuery, ApprovalQuery, ApprovalRecord, Breaker, GovernanceStore, KillSwitch, KillTarget } from "../contracts/governance.js";
 
 export function governanceOf(ledger: Stores): GovernanceStore {
   if (!ledger.governance) throw new EffectgateError("EG_BAD_POLICY", `the ledger ${ledger.location} keeps no governance state`);
@@ -27,6 +27,11 @@ export function getApproval(ledger: Stores, id: string): Promise<ApprovalRecord 
 
 export function listApprovals(ledger: Stores, query: ApprovalQuery = {}): Promise<ApprovalRecord[]> {
   return governanceOf(ledger).listApprovals(query);
+}
+
+/** How many requests match every filter given: exact, never capped (`countApprovals(ledger, { state: "pending" })`). */
+export function countApprovals(ledger: Stores, query: ApprovalCountQuery = {}): Promise<number> {
+  return governanceOf(ledger).countApprovals(query);
 }
 
 /** Approves or denies a pending request (see decideApproval for expiry). */
