@@ -8,7 +8,7 @@
  *   for (const a of await listApprovals(ledger, { state: "pending" })) console.log(a.id, a.tool, a.preview);
  */
 export {
-  setKillSwitch, listKillSwitches, listApprovals, countApprovals, decideCall, listBreakers, closeBreaker, governanceOf,
+  setKillSwitch, listKillSwitches, listApprovals, countApprovals, decideCall, listBreakers, countBreakers, closeBreaker, governanceOf,
 } from "./governance/operator.js";
 export { decideApproval, type ApprovalDecision, type DecideResult } from "./governance/approvals.js";
 export { loadPolicyFile, parsePolicyText } from "./governance/policy-file.js";

@@ -175,6 +175,8 @@ export interface GovernanceStore {
     readonly now: number;
   }): Promise<RateVerdict>;
   listBreakers(options?: { readonly includeClosed?: boolean; readonly limit?: number }): Promise<Breaker[]>;
+  /** How many breakers are open (with `includeClosed`, how many there are): exact, never capped. */
+  countBreakers(options?: { readonly includeClosed?: boolean }): Promise<number>;
   /** Closes an open breaker and forgets its window (so the next call does not re-open it at once). */
   closeBreaker(id: string, by: string, now: number): Promise<Breaker | undefined>;
 

@@ -43,6 +43,11 @@ export function listBreakers(ledger: Stores, options: { includeClosed?: boolean;
   return governanceOf(ledger).listBreakers(options);
 }
 
+/** How many rate breakers are open (with `includeClosed`, how many there are): exact, never capped. */
+export function countBreakers(ledger: Stores, options: { includeClosed?: boolean } = {}): Promise<number> {
+  return governanceOf(ledger).countBreakers(options);
+}
+
 export function closeBreaker(ledger: Stores, id: string, by: string, now = Date.now()): Promise<Breaker | undefined> {
   return governanceOf(ledger).closeBreaker(id, by, now);
 }

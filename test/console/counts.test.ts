@@ -1,8 +1,9 @@
 /**
  * The console's overview counts exactly, past every cap it once had: more than 1,000 pending
- * approvals and more than 1,000 queue items (it once counted lists of at most 1,000), and a blast
- * radius that is the store's own count (it once counted at most 20,000 calls per state and said
- * `truncated`). A call's detail lists its own approval requests, found by key.
+ * approvals and more than 1,000 queue items (it once counted lists of at most 1,000), more than
+ * 100 open breakers (a default page), and a blast radius that is the store's own count (it once
+ * counted at most 20,000 calls per state and said `truncated`). A call's detail lists its own
+ * approval requests, found by key.
  */
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -42,11 +43,12 @@ async function callIn(ledger: Stores, key: string, effect: EffectClass, state: C
 interface Overview {
   approvalsPending: number;
   queueSize: number;
+  openBreakers: number;
   blastRadius: { byState: Record<string, Record<EffectClass, number>> } & Record<string, unknown>;
 }
 
 describe("console overview counts", { timeout: 60_000 }, () => {
-  it("counts 1,234 pending approvals and 1,310 queue items exactly; the blast radius is the store's own count of every state", async () => {
+  it("counts 1,234 pending approvals, 1,310 queue items and 110 open breakers exactly; the blast radius is the store's own count of every state", async () => {
     const ledger = sqliteLedger(join(tempDir(), "counts.db"), { durability: "process" });
     const T = Date.now();
     const g = ledger.governance!;
@@ -68,6 +70,8 @@ describe("console overview counts", { timeout: 60_000 }, () => {
     });
     await inBatches(150, (i) => r.recordFinding(finding(`f_o${i}`, `gone${i}`)));
     await inBatches(40, (i) => r.recordFinding(finding(`f_h${i}`, `h${i}`)));
+    // 110 open rate breakers (the listing's default page is 100): a window of limit 0 opens on its first call.
+    await inBatches(110, (i) => g.hitRate({ tenant: "acme", key: `r${i}`, scopes: [`task:acme/t${i}`], counts: [{ breaker: `b${i}`, scope: `task:acme/t${i}`, limit: 0, windowMs: 60_000 }], now: T }));
 
     const server = await startConsole({ ledger, token: TOKEN, port: 0, logger: silentLogger });
     opened.push({ server, ledger });
@@ -76,6 +80,7 @@ describe("console overview counts", { timeout: 60_000 }, () => {
     const overview = reply.body as Overview;
     expect(overview.approvalsPending).toBe(1_234);
     expect(overview.queueSize).toBe(1_100 + 60 + 150);
+    expect(overview.openBreakers).toBe(110);
     expect(overview.blastRadius.byState).toEqual({
       in_progress: { read: 7, write: 0, destructive: 0 },
       completed: { read: 150, write: 150, destructive: 0 },

@@ -11,7 +11,7 @@ import { FINDING_KINDS, type FindingStatus } from "../../contracts/findings.js";
 import type { Stores } from "../../contracts/stores.js";
 import { SAGA_STATES } from "../../contracts/saga-states.js";
 import type { EffectClass } from "../../core/effect-class.js";
-import { closeBreaker, countApprovals, decideCall, getApproval, listApprovals, listBreakers, listKillSwitches, setKillSwitch } from "../../governance/operator.js";
+import { closeBreaker, countApprovals, countBreakers, decideCall, getApproval, listApprovals, listBreakers, listKillSwitches, setKillSwitch } from "../../governance/operator.js";
 import { countQueue, listQueue, resolveQueueItem, showQueueItem, type QueueMove } from "../../reconcile/queue.js";
 import { requestSagaCompensation, resolveSaga } from "../../saga/operator.js";
 import { ApiError, badRequest, conflict, notFound } from "./api-error.js";
@@ -93,7 +93,7 @@ export const ROUTES: readonly Route[] = [
       approvalsPending: ledger.governance ? await countApprovals(ledger, { state: "pending" }) : 0,
       queueSize: await countQueue(ledger),
       killSwitches: ledger.governance ? await listKillSwitches(ledger) : [],
-      openBreakers: ledger.governance ? (await listBreakers(ledger, { includeClosed: false })).length : 0,
+      openBreakers: ledger.governance ? await countBreakers(ledger) : 0,
       blastRadius: await blastRadius(ledger),
     };
   }),

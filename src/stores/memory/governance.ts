@@ -107,6 +107,11 @@ export function memoryGovernance(): GovernanceStore & { readonly halted: (tenant
         .slice(0, options.limit ?? 100)
         .map(copy);
     },
+    async countBreakers(options = {}) {
+      let n = 0;
+      for (const b of breakers.values()) if (options.includeClosed === true || b.state === "open") n++;
+      return n;
+    },
     async closeBreaker(id, by, now) {
       const breaker = breakers.get(id);
       if (!breaker || breaker.state !== "open") return undefined;

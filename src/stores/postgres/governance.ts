@@ -38,6 +38,8 @@ function statements(s: string, m: ReturnType<typeof commitModeOf>) {
     listCounters: named(`SELECT counter, used, updated_at FROM ${s}.quota_counters WHERE starts_with(counter, $1) ORDER BY counter LIMIT $2`),
     hitRate: named(`SELECT ${s}.hit_rate($1, $2, $3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[], $8::bigint) AS verdict ${m.from}`),
     listBreakers: named(`SELECT ${BREAKER_COLS} FROM ${s}.breakers WHERE ($1::boolean OR state = 'open') ORDER BY opened_at, id LIMIT $2`),
+    countOpenBreakers: named(`SELECT count(*) AS n FROM ${s}.breakers WHERE state = 'open'`),
+    countAllBreakers: named(`SELECT count(*) AS n FROM ${s}.breakers`),
     closeBreaker: named(`WITH closed AS (
         UPDATE ${s}.breakers SET state = 'closed', closed_by = $2, closed_at = $3::bigint ${m.from} WHERE id = $1 AND state = 'open' RETURNING ${BREAKER_COLS}
       ), forget AS (
@@ -131,6 +133,12 @@ export function postgresGovernance(access: PostgresAccess): GovernanceStore {
       }),
     listBreakers: (options = {}) =>
       read("list rate breakers", async () => (await access.query(sql.listBreakers, [options.includeClosed === true, options.limit ?? 100])).rows.map(decodeBreaker)),
+    countBreakers: (options = {}) =>
+      read("count rate breakers", async () => {
+        const [row] = (await access.query(options.includeClosed === true ? sql.countAllBreakers : sql.countOpenBreakers, [])).rows;
+        if (!row) throw new Error("counting breakers returned no row");
+        return fieldsOf(row, "the breaker count").int("n");
+      }),
     closeBreaker: (id, by, now) =>
       write("close a rate breaker", async () => {
         const row = (await access.query(sql.closeBreaker, [id, by, now])).rows[0];

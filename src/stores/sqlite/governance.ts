@@ -143,6 +143,9 @@ export function sqliteGovernance(access: SqliteAccess): GovernanceStore {
       return run("list rate breakers", (s) =>
         (s.listBreakers.all({ all: options.includeClosed === true ? 1 : 0, limit: options.limit ?? 100 }) as BreakerRow[]).map(decodeBreaker));
     },
+    async countBreakers(options = {}) {
+      return run("count rate breakers", (s) => ((options.includeClosed === true ? s.countAllBreakers : s.countOpenBreakers).get() as { n: number }).n);
+    },
     async closeBreaker(id, by, now) {
       return run("close a rate breaker", (s, db) => db.transaction(() => {
         const [row] = s.closeIt.all({ id, by, now }) as BreakerRow[];
@@ -244,6 +247,8 @@ function prepare(db: Database.Database) {
        RETURNING *`,
     ),
     listBreakers: db.prepare(`SELECT * FROM breakers WHERE (@all OR state = 'open') ORDER BY opened_at LIMIT @limit`),
+    countOpenBreakers: db.prepare(`SELECT count(*) AS n FROM breakers WHERE state = 'open'`),
+    countAllBreakers: db.prepare(`SELECT count(*) AS n FROM breakers`),
     closeIt: db.prepare(`UPDATE breakers SET state = 'closed', closed_by = @by, closed_at = @now WHERE id = @id AND state = 'open' RETURNING *`),
     forgetWindow: db.prepare(`DELETE FROM rate_events WHERE breaker = ?`),
     putApproval: db.prepare(

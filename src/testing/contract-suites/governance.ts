@@ -201,6 +201,22 @@ export const governanceSuite: ContractSuiteDefinition = {
       expect(await g.hitRate({ tenant: "acme", key: "k3", scopes: SCOPES, counts: [w], now: T0 + 301 })).toMatchObject({ ok: false, opened: true, breaker: { state: "open", closedBy: null } });
     });
 
+    test("countBreakers counts the open breakers exactly, past any listing's limit (and, with includeClosed, every breaker)", async () => {
+      expect(await g.countBreakers()).toBe(0);
+      expect(await g.countBreakers({ includeClosed: true })).toBe(0);
+      // A window of limit 0: the first call opens its breaker.
+      for (let i = 0; i < 120; i++) {
+        const scope = `task:acme/t${i}`;
+        expect(await g.hitRate({ tenant: "acme", key: `k${i}`, scopes: [scope], counts: [window(`b${i}@${scope}`, 0, 60_000, scope)], now: T0 + i })).toMatchObject({ ok: false, opened: true });
+      }
+      expect(await g.listBreakers()).toHaveLength(100);
+      expect(await g.countBreakers()).toBe(120);
+      for (const i of [0, 7, 119]) await g.closeBreaker(`b${i}@task:acme/t${i}`, "ops", T0 + 500);
+      expect(await g.countBreakers()).toBe(117);
+      expect(await g.countBreakers({ includeClosed: false })).toBe(117);
+      expect(await g.countBreakers({ includeClosed: true })).toBe(120);
+    });
+
     test("of many concurrent calls against one window, exactly the limit is admitted and the breaker opens once", async () => {
       const results = await Promise.all(Array.from({ length: 30 }, (_, i) =>
         g.hitRate({ tenant: "acme", key: `k${i}`, scopes: SCOPES, counts: [window("r@t", 5)], now: T0 })));
