@@ -173,6 +173,18 @@ export interface ListQuery {
   readonly limit?: number;
 }
 
+/** What `countByStateAndEffect` counts: every call, or one tenant's. */
+export interface CallCountQuery {
+  readonly tenant?: string;
+}
+
+/** How many calls are in one state with one effect class. */
+export interface CallCount {
+  readonly state: CallState;
+  readonly effect: EffectClass;
+  readonly count: number;
+}
+
 /** Where an incremental scan stopped: the last record it read, in (updatedAt, tenant, key) order. */
 export interface ChangeCursor {
   readonly at: number;
@@ -241,6 +253,14 @@ export interface CallStore {
    * given together walk one of those indexes and check the others on each record it holds.
    */
   list(query?: ListQuery): Promise<CallRecord[]>;
+  /**
+   * Exact counts of the calls (of `query.tenant`, or of every tenant) by state and effect class:
+   * one row per (state, effect) pair that has calls, none for a pair without, in no particular
+   * order. Never capped. The SQL stores answer with one grouped COUNT, which reads every call it
+   * counts (all of them, or the tenant's through its index): for dashboards and metrics (the
+   * console's blast radius), not for the call path.
+   */
+  countByStateAndEffect(query?: CallCountQuery): Promise<CallCount[]>;
   /**
    * Calls a recovery pass should look at: `uncertain`, and `in_progress` whose lease expired
    * (or, with `includeLive`, every `in_progress`). Cost grows with the number of such calls, not the ledger.

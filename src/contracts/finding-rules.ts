@@ -1,6 +1,6 @@
 /** Finding construction and update rules shared by every reconcile store, so they cannot drift apart. */
 import { canonicalJson, sha256Hex } from "../core/keys.js";
-import type { FindingQuery, Resolution } from "./reconcile.js";
+import type { FindingCountQuery, Resolution } from "./reconcile.js";
 import { FINDING_KINDS, type Finding, type FindingKind, type FindingReport, type ReceiptInput, type StoredReceipt } from "./findings.js";
 
 /**
@@ -66,8 +66,15 @@ export function newReceipt(receipt: ReceiptInput & { readonly digest: string }, 
 export const evidenceOf = (f: Pick<Finding, "ledger" | "downstream" | "differences">) =>
   JSON.stringify({ ledger: f.ledger, downstream: f.downstream, differences: f.differences });
 
-/** Builds the WHERE clause of a findings listing: enums inline (so the partial index on open findings applies), the rest as parameters. */
-export function findingFilters(query: FindingQuery, param: (value: string) => string): string[] {
+/** The filter rule of a findings listing or count (`findingFilters` in SQL): every filter given must hold. */
+export function matchesFinding(f: Finding, query: FindingCountQuery): boolean {
+  return (query.status === undefined || f.status === query.status) && (query.kind === undefined || f.kind === query.kind) &&
+    (query.tool === undefined || f.tool === query.tool) && (query.tenant === undefined || f.tenant === query.tenant) &&
+    (query.key === undefined || f.key === query.key);
+}
+
+/** Builds the WHERE clause of a findings listing or count: enums inline (so the partial index on open findings applies), the rest as parameters. */
+export function findingFilters(query: FindingCountQuery, param: (value: string) => string): string[] {
   const where: string[] = [];
   if (query.status !== undefined) {
     if (query.status !== "open" && query.status !== "resolved") throw new TypeError(`unknown finding status ${JSON.stringify(query.status)}`);

@@ -134,12 +134,18 @@ export interface ApprovalMove {
   readonly expiresAt?: number;
 }
 
+/** What `listApprovals` filters by: every filter given must hold. */
 export interface ApprovalQuery {
   readonly state?: ApprovalState;
   readonly tenant?: string;
+  /** The call's idempotency key: with `tenant`, the requests made for one call (without, that key in every tenant). */
+  readonly key?: string;
   /** At most this many, oldest first (default 100). */
   readonly limit?: number;
 }
+
+/** What `countApprovals` counts: the requests matching every filter given. */
+export type ApprovalCountQuery = Omit<ApprovalQuery, "limit">;
 
 // ---- the store -------------------------------------------------------------------------------
 
@@ -169,13 +175,21 @@ export interface GovernanceStore {
     readonly now: number;
   }): Promise<RateVerdict>;
   listBreakers(options?: { readonly includeClosed?: boolean; readonly limit?: number }): Promise<Breaker[]>;
+  /** How many breakers are open (with `includeClosed`, how many there are): exact, never capped. */
+  countBreakers(options?: { readonly includeClosed?: boolean }): Promise<number>;
   /** Closes an open breaker and forgets its window (so the next call does not re-open it at once). */
   closeBreaker(id: string, by: string, now: number): Promise<Breaker | undefined>;
 
   /** Stores a new pending request, or returns the one with this id unchanged (`created: false`). */
   putApproval(request: NewApproval): Promise<{ readonly created: boolean; readonly approval: ApprovalRecord }>;
   getApproval(id: string): Promise<ApprovalRecord | undefined>;
+  /** Oldest first (requested time, then id). In the SQL stores a state walks an index, and so does a key. */
   listApprovals(query?: ApprovalQuery): Promise<ApprovalRecord[]>;
+  /**
+   * The exact number of requests matching every filter given, never capped (one COUNT in the SQL
+   * stores: the pending requests walk the state index, a call's the key index).
+   */
+  countApprovals(query?: ApprovalCountQuery): Promise<number>;
   /** Compare-and-set on the state: moves `id` from `from` to `move.to`; undefined when it was not in `from`. */
   moveApproval(id: string, from: ApprovalState, move: ApprovalMove, now: number): Promise<ApprovalRecord | undefined>;
 }

@@ -26,6 +26,9 @@ export interface FindingQuery {
   readonly limit?: number;
 }
 
+/** What `countFindings` counts: the findings matching every filter given. */
+export type FindingCountQuery = Omit<FindingQuery, "limit">;
+
 export interface Resolution {
   /** What the person found or did. Required: a resolution without a reason helps nobody later. */
   readonly note: string;
@@ -44,6 +47,11 @@ export interface ReconcileStore {
   recordFinding(report: FindingReport): Promise<{ readonly finding: Finding; readonly created: boolean }>;
   getFinding(id: string): Promise<Finding | undefined>;
   listFindings(query?: FindingQuery): Promise<Finding[]>;
+  /**
+   * The exact number of findings matching every filter given, never capped (one COUNT in the SQL
+   * stores; the open ones walk their partial index, a key its index).
+   */
+  countFindings(query?: FindingCountQuery): Promise<number>;
   /**
    * open → resolved. `changed: false` when it was already resolved (its first resolution is
    * returned unchanged); `undefined` when there is no such finding.

@@ -5,7 +5,7 @@
 import { EffectgateError } from "../core/errors.js";
 import type { Stores } from "../contracts/stores.js";
 import { decideApproval, type ApprovalDecision, type DecideResult } from "./approvals.js";
-import type { ApprovalQuery, ApprovalRecord, Breaker, GovernanceStore, KillSwitch, KillTarget } from "../contracts/governance.js";
+import type { ApprovalCountQuery, ApprovalQuery, ApprovalRecord, Breaker, GovernanceStore, KillSwitch, KillTarget } from "../contracts/governance.js";
 
 export function governanceOf(ledger: Stores): GovernanceStore {
   if (!ledger.governance) throw new EffectgateError("EG_BAD_POLICY", `the ledger ${ledger.location} keeps no governance state`);
@@ -29,6 +29,11 @@ export function listApprovals(ledger: Stores, query: ApprovalQuery = {}): Promis
   return governanceOf(ledger).listApprovals(query);
 }
 
+/** How many requests match every filter given: exact, never capped (`countApprovals(ledger, { state: "pending" })`). */
+export function countApprovals(ledger: Stores, query: ApprovalCountQuery = {}): Promise<number> {
+  return governanceOf(ledger).countApprovals(query);
+}
+
 /** Approves or denies a pending request (see decideApproval for expiry). */
 export function decideCall(ledger: Stores, id: string, decision: ApprovalDecision, now = Date.now()): Promise<DecideResult> {
   return decideApproval(governanceOf(ledger), id, decision, now);
@@ -36,6 +41,11 @@ export function decideCall(ledger: Stores, id: string, decision: ApprovalDecisio
 
 export function listBreakers(ledger: Stores, options: { includeClosed?: boolean; limit?: number } = {}): Promise<Breaker[]> {
   return governanceOf(ledger).listBreakers(options);
+}
+
+/** How many rate breakers are open (with `includeClosed`, how many there are): exact, never capped. */
+export function countBreakers(ledger: Stores, options: { includeClosed?: boolean } = {}): Promise<number> {
+  return governanceOf(ledger).countBreakers(options);
 }
 
 export function closeBreaker(ledger: Stores, id: string, by: string, now = Date.now()): Promise<Breaker | undefined> {

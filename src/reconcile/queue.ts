@@ -17,7 +17,8 @@
 import { EffectgateError, errorMessage } from "../core/errors.js";
 import { assertTransition } from "../core/states.js";
 import type { Json } from "../core/json.js";
-import type { CallRecord } from "../contracts/calls.js";
+import type { CallRecord, ListCursor } from "../contracts/calls.js";
+import { listCursorOf } from "../contracts/call-rules.js";
 import type { Stores } from "../contracts/stores.js";
 import type { Confirmation, Finding, FindingKind } from "../contracts/findings.js";
 
@@ -122,6 +123,42 @@ export async function listQueue(ledger: Stores, query: QueueQuery = {}): Promise
   }
   for (const c of calls) items.push(callItem(c, related.get(callId(c.tenant, c.key)) ?? []));
   return items.sort((a, b) => a.since - b.since || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** How many waiting calls a queue count reads at a time. */
+const COUNT_PAGE = 1000;
+
+/**
+ * How many items `listQueue` would list with no limit: exact, never capped (the console's queue
+ * size and the `queue_size` gauge). The waiting calls are paged through in the list order (keyset:
+ * no call is skipped or read twice) instead of counted by the store, because whether a call of a
+ * resolved saga still waits is judged call by call (`settledWithSaga`). Open findings are counted
+ * by the store, less those about a waiting call (listed with it, not on their own): one indexed
+ * count per waiting call, asked only while some open finding is not yet accounted for. So the cost
+ * grows with the calls waiting for a person, not with the ledger.
+ */
+export async function countQueue(ledger: Stores, query: { readonly tenant?: string } = {}): Promise<number> {
+  const scope = query.tenant === undefined ? {} : { tenant: query.tenant };
+  const findings = ledger.reconcile;
+  const open = findings ? await findings.countFindings({ ...scope, status: "open" }) : 0;
+  let calls = 0;
+  let aboutCalls = 0;
+  for (const state of ["needs_human", "compensation_failed"] as const) {
+    let after: ListCursor | undefined;
+    for (;;) {
+      const page = await ledger.calls.list({ ...scope, state, limit: COUNT_PAGE, ...(after === undefined ? {} : { after }) });
+      for (const c of page) {
+        if ((await settledWithSaga(ledger, c)) !== undefined) continue;
+        calls++;
+        if (findings && aboutCalls < open) aboutCalls += await findings.countFindings({ tenant: c.tenant, key: c.key, status: "open" });
+      }
+      const last = page[page.length - 1];
+      if (page.length < COUNT_PAGE || last === undefined) break;
+      after = listCursorOf(last);
+    }
+  }
+  // Findings resolved while the calls were read can make the two counts disagree by a moment: never below the calls.
+  return calls + Math.max(0, open - aboutCalls);
 }
 
 export interface QueueDetail extends Omit<QueueItem, "kind"> {

@@ -11,4 +11,5 @@ export const MIGRATION_NAMES = [
   "list order",
   "fences and send times",
   "call search and intent windows",
+  "approval requests by key",
 ] as const;

@@ -2,7 +2,8 @@
  * What ledger search costs on SQLite, as SQLite plans it on a file of 50,000 records (the store's
  * own schema): a task's calls and the list as a whole walk an index in the list order and stop
  * after a page; few-record states and a key sort only what their small indexes hold; a tenant is
- * found by the primary key and sorted; a tool or task alone walks the list order.
+ * found by the primary key and sorted; a tool or task alone walks the list order. A call's approval
+ * requests and the pending count walk their indexes too.
  */
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -10,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import type { ListQuery } from "../../src/contracts/calls.js";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { callStatements } from "../../src/stores/sql/call-statements.js";
+import { approvalsSql } from "../../src/stores/sqlite/governance.js";
 import { tempDir } from "../support/tmp.js";
 
 const DIALECT = { name: "sqlite", table: (name: string) => name, now: "@now", fromClock: "", joinClock: "", usingClock: "", param: (name: string) => `@${name}` } as const;
@@ -61,4 +63,25 @@ describe("sqlite ledger search plans", () => {
       db.close();
     }
   }, 60_000);
+
+  it("approvals: a call's requests walk approvals_by_key, the pending count approvals_by_state; neither reads every request", async () => {
+    const file = join(tempDir(), "approval-plans.db");
+    const ledger = sqliteLedger(file);
+    await ledger.governance!.listApprovals({ limit: 1 }); // creates and migrates the file
+    await ledger.close();
+    const db = new Database(file);
+    try {
+      const plan = (query: Parameters<typeof approvalsSql>[0], what: "list" | "count") => {
+        const { text, values } = approvalsSql(query, what);
+        return (db.prepare(`EXPLAIN QUERY PLAN ${text}`).all({ ...values, ...(what === "list" ? { limit: 50 } : {}) }) as { detail: string }[]).map((r) => r.detail).join(" | ");
+      };
+      expect(plan({ tenant: "acme", key: "k1" }, "list")).toMatch(/^SEARCH approvals USING INDEX approvals_by_key \(key=\?\)/);
+      expect(plan({ key: "k1" }, "list")).toMatch(/^SEARCH approvals USING INDEX approvals_by_key \(key=\?\)/);
+      expect(plan({ state: "pending" }, "count")).toBe("SEARCH approvals USING COVERING INDEX approvals_by_state (state=?)");
+      // A WITHOUT ROWID table's index ends with its primary key: (state, requested_at, id) is the listing order itself.
+      expect(plan({ state: "pending" }, "list")).toBe("SEARCH approvals USING INDEX approvals_by_state (state=?)");
+    } finally {
+      db.close();
+    }
+  });
 });

@@ -98,6 +98,28 @@ describe("effectgate/prometheus", () => {
     const after = parse(await registry.metrics());
     expect([after.get("agent_approvals_pending"), after.get("agent_queue_size")]).toEqual([1, 1]);
   });
+
+  it("the ledger gauges are exact counts past any list's limit, read without listing approvals", async () => {
+    const inner = memoryLedger();
+    // No approval list is read: the gauge is the store's count, which no limit cuts off.
+    const ledger = { ...inner, governance: { ...inner.governance!, listApprovals: () => Promise.reject(new Error("the gauge listed approvals")) } };
+    const metrics = prometheusObserver({ ...ledgerGauges(ledger) });
+    const now = Date.now();
+    for (let i = 0; i < 1_500; i++) {
+      await inner.governance!.putApproval({
+        id: `apr_${i}`, tenant: "acme", key: `d${i}`, tool: "delete_account", effect: "destructive", task: "t1", agent: null, toolUseId: `d${i}`,
+        input: {}, preview: null, reasons: ["destructive"], digest: "d".repeat(64), policyVersion: "v1", requestedBy: "bot", requestedAt: now, expiresAt: now + 60_000,
+      });
+    }
+    for (let i = 0; i < 1_200; i++) {
+      const { record } = await inner.calls.claim({
+        tenant: "acme", key: `k${i}`, tool: "send_email", effect: "write", task: "t1", toolUseId: `k${i}`, fingerprint: "f", input: {}, inputRedacted: false, owner: "w", leaseMs: 1000,
+      });
+      await inner.calls.update("acme", `k${i}`, record.version, { state: "needs_human", owner: null, error: "lost" });
+    }
+    const s = parse(await metrics.metrics());
+    expect([s.get("effectgate_approvals_pending"), s.get("effectgate_queue_size"), s.get("effectgate_ledger_gauge_errors_total")]).toEqual([1_500, 1_200, 0]);
+  });
 });
 
 /** The same outcome counts on the durable ledgers: what a call came to is noted by the gate, whatever store records it. */

@@ -121,6 +121,7 @@ function workerLedger(inner: Stores, life: Life): Stores {
       get: (tenant, key) => read(() => calls.get(tenant, key)),
       list: (query) => read(() => calls.list(query)),
       listUnsettled: (options) => read(() => calls.listUnsettled(options)),
+      countByStateAndEffect: (query) => read(() => calls.countByStateAndEffect(query)),
       now: () => read(() => calls.now()),
     },
     checkpoints: {

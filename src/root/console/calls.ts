@@ -7,15 +7,12 @@
  */
 import type { CallState } from "../../core/states.js";
 import type { CallRecord, ListCursor } from "../../contracts/calls.js";
-import type { ApprovalRecord } from "../../contracts/governance.js";
+import type { ApprovalRecord, GovernanceStore } from "../../contracts/governance.js";
 import type { SagaRecord } from "../../contracts/sagas.js";
 import type { Stores } from "../../contracts/stores.js";
 import { listCursorOf } from "../../contracts/call-rules.js";
 import { showQueueItem, type QueueDetail } from "../../reconcile/queue.js";
 import { badRequest } from "./api-error.js";
-
-/** How many records the blast-radius count reads per state, and the approvals a call's detail looks through. */
-export const SCAN_LIMIT = 20_000;
 
 export interface CallSearch {
   readonly tenant?: string;
@@ -85,12 +82,22 @@ export interface CallDetail {
   readonly saga: SagaRecord | null;
 }
 
+/**
+ * Every approval request made for one call: found by its key (an index), all of them. A call has
+ * few (one per policy version it was asked under); the count first makes the listing's limit that
+ * number, so none is ever cut off.
+ */
+async function approvalsOf(governance: GovernanceStore, tenant: string, key: string): Promise<ApprovalRecord[]> {
+  const count = await governance.countApprovals({ tenant, key });
+  return count === 0 ? [] : governance.listApprovals({ tenant, key, limit: count });
+}
+
 /** One call and its history: approvals, findings, confirmations and its saga. */
 export async function callDetail(ledger: Stores, tenant: string, key: string): Promise<CallDetail | undefined> {
   const call = await ledger.calls.get(tenant, key);
   if (!call) return undefined;
   const shown = await showQueueItem(ledger, key, { tenant });
-  const approvals = ledger.governance ? (await ledger.governance.listApprovals({ tenant, limit: SCAN_LIMIT })).filter((a) => a.key === key) : [];
+  const approvals = ledger.governance ? await approvalsOf(ledger.governance, tenant, key) : [];
   const sagaId = /^saga:([^:]*):/.exec(key)?.[1];
   let saga: SagaRecord | null = null;
   if (sagaId !== undefined && ledger.sagas) {

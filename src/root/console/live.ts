@@ -53,7 +53,10 @@ async function snapshot(ledger: Stores, recent: RecentCalls): Promise<Snapshot> 
   const ids = (rows: readonly unknown[]) => JSON.stringify(rows);
   const governance = ledger.governance;
   return {
-    approvals: governance ? ids((await governance.listApprovals({ state: "pending", limit: 1000 })).map((a) => a.id)) : "[]",
+    // The oldest 1000's ids and the exact count: a request made or decided past the first 1000 is still a change.
+    approvals: governance
+      ? ids([await governance.countApprovals({ state: "pending" }), ...(await governance.listApprovals({ state: "pending", limit: 1000 })).map((a) => a.id)])
+      : "[]",
     queue: ids((await listQueue(ledger, { limit: 1000 })).map((q) => [q.id, q.since])),
     kill: governance ? ids(await governance.listKillSwitches()) : "[]",
     breakers: governance ? ids((await governance.listBreakers({ includeClosed: false, limit: 1000 })).map((b) => b.id)) : "[]",

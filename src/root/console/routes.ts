@@ -5,17 +5,17 @@
  * together. Paths are OpenAPI templates; each `{name}` is one URL-encoded path segment.
  */
 import type { Json } from "../../core/json.js";
-import { CALL_STATES } from "../../core/states.js";
+import { CALL_STATES, type CallState } from "../../core/states.js";
 import { APPROVAL_STATES } from "../../contracts/governance.js";
 import { FINDING_KINDS, type FindingStatus } from "../../contracts/findings.js";
 import type { Stores } from "../../contracts/stores.js";
 import { SAGA_STATES } from "../../contracts/saga-states.js";
 import type { EffectClass } from "../../core/effect-class.js";
-import { closeBreaker, decideCall, getApproval, listApprovals, listBreakers, listKillSwitches, setKillSwitch } from "../../governance/operator.js";
-import { listQueue, resolveQueueItem, showQueueItem, type QueueMove } from "../../reconcile/queue.js";
+import { closeBreaker, countApprovals, countBreakers, decideCall, getApproval, listApprovals, listBreakers, listKillSwitches, setKillSwitch } from "../../governance/operator.js";
+import { countQueue, listQueue, resolveQueueItem, showQueueItem, type QueueMove } from "../../reconcile/queue.js";
 import { requestSagaCompensation, resolveSaga } from "../../saga/operator.js";
 import { ApiError, badRequest, conflict, notFound } from "./api-error.js";
-import { callDetail, SCAN_LIMIT, searchCalls } from "./calls.js";
+import { callDetail, searchCalls } from "./calls.js";
 import { callState, choice, count, fields, filterText, flag, optionalString, requiredString, text, time, type Query } from "./params.js";
 
 export interface RouteContext {
@@ -75,30 +75,25 @@ function queueMove(ctx: RouteContext): QueueMove {
   return { note, by: who };
 }
 
-/** Calls by state and effect class: how far the agent's actions reached, and how many wait for a person. */
+/**
+ * Calls by state and effect class: how far the agent's actions reached, and how many wait for a
+ * person. Exact: the store's own grouped count (CallStore.countByStateAndEffect), every state listed.
+ */
 async function blastRadius(ledger: Stores): Promise<object> {
-  const byState: Record<string, Record<EffectClass, number>> = {};
-  let truncated = false;
-  for (const state of CALL_STATES) {
-    const calls = await ledger.calls.list({ state, limit: SCAN_LIMIT + 1 });
-    truncated ||= calls.length > SCAN_LIMIT;
-    const row = { read: 0, write: 0, destructive: 0 };
-    for (const c of calls.slice(0, SCAN_LIMIT)) row[c.effect]++;
-    byState[state] = row;
-  }
-  return { byState, truncated };
+  const byState = Object.fromEntries(CALL_STATES.map((state) => [state, { read: 0, write: 0, destructive: 0 }])) as Record<CallState, Record<EffectClass, number>>;
+  for (const { state, effect, count } of await ledger.calls.countByStateAndEffect()) byState[state][effect] += count;
+  return { byState };
 }
 
 export const ROUTES: readonly Route[] = [
+  // Every figure is an exact count, never a list's length (a list stops at its limit).
   get("/api/overview", async ({ ledger }) => {
-    const pending = ledger.governance ? await listApprovals(ledger, { state: "pending", limit: 1000 }) : [];
-    const queue = await listQueue(ledger, { limit: 1000 });
     return {
       ledger: ledger.location,
-      approvalsPending: pending.length,
-      queueSize: queue.length,
+      approvalsPending: ledger.governance ? await countApprovals(ledger, { state: "pending" }) : 0,
+      queueSize: await countQueue(ledger),
       killSwitches: ledger.governance ? await listKillSwitches(ledger) : [],
-      openBreakers: ledger.governance ? (await listBreakers(ledger, { includeClosed: false })).length : 0,
+      openBreakers: ledger.governance ? await countBreakers(ledger) : 0,
       blastRadius: await blastRadius(ledger),
     };
   }),

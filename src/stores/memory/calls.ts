@@ -3,7 +3,7 @@
  * (otherwise the contract suite would prove nothing), with copies handed out, so a caller can
  * never mutate a stored record.
  */
-import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
+import type { Answer, CallCount, CallCountQuery, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
 import { assertTransition, isHeld } from "../../core/states.js";
 import { answeredRecord, applyUpdate, isRepeatOf, isTakeable, listOrder, matchesList, newClaimToken, newRecord, repeatQueryOf, takeOverRecord } from "../../contracts/call-rules.js";
 import { changeOrder, isAfter } from "../../contracts/change-order.js";
@@ -108,6 +108,17 @@ export function memoryCallStore(clock: () => number, halted?: (tenant: string, a
     async list(query: ListQuery = {}) {
       const matching = [...calls.values()].filter((record) => matchesList(record, query));
       return matching.sort(listOrder).slice(0, query.limit ?? 100).map(copy);
+    },
+    async countByStateAndEffect(query: CallCountQuery = {}) {
+      // Keyed by the pair, never by a tenant: a "__proto__" tenant is only a value compared.
+      const counts = new Map<string, CallCount>();
+      for (const record of calls.values()) {
+        if (query.tenant !== undefined && record.tenant !== query.tenant) continue;
+        const pair = `${record.state} ${record.effect}`;
+        const seen = counts.get(pair);
+        counts.set(pair, { state: record.state, effect: record.effect, count: (seen?.count ?? 0) + 1 });
+      }
+      return [...counts.values()];
     },
     async listUnsettled(options = {}) {
       const now = clock();

@@ -6,12 +6,16 @@
  */
 import { EffectgateError } from "../../core/errors.js";
 import { canMoveApproval } from "../../contracts/approval-states.js";
-import type { ApprovalRecord, Breaker, GovernanceStore, KillSwitch, QuotaCounter } from "../../contracts/governance.js";
+import type { ApprovalCountQuery, ApprovalRecord, Breaker, GovernanceStore, KillSwitch, QuotaCounter } from "../../contracts/governance.js";
 import { recordId } from "./ids.js";
 
 const EVERY = "";
 const killId = (tenant: string, agent: string) => recordId(tenant, agent);
 const useId = (tenant: string, key: string) => recordId(tenant, key);
+
+const matchesApproval = (a: ApprovalRecord, query: ApprovalCountQuery) =>
+  (query.state === undefined || a.state === query.state) && (query.tenant === undefined || a.tenant === query.tenant) &&
+  (query.key === undefined || a.key === query.key);
 
 /** The memory governance store, and whether a kill switch covers a call right now (for the call store's claimUnlessHalted, in the same turn). */
 export function memoryGovernance(): GovernanceStore & { readonly halted: (tenant: string, agent: string | undefined) => boolean } {
@@ -103,6 +107,11 @@ export function memoryGovernance(): GovernanceStore & { readonly halted: (tenant
         .slice(0, options.limit ?? 100)
         .map(copy);
     },
+    async countBreakers(options = {}) {
+      let n = 0;
+      for (const b of breakers.values()) if (options.includeClosed === true || b.state === "open") n++;
+      return n;
+    },
     async closeBreaker(id, by, now) {
       const breaker = breakers.get(id);
       if (!breaker || breaker.state !== "open") return undefined;
@@ -125,10 +134,15 @@ export function memoryGovernance(): GovernanceStore & { readonly halted: (tenant
     },
     async listApprovals(query = {}) {
       return [...approvals.values()]
-        .filter((a) => (query.state === undefined || a.state === query.state) && (query.tenant === undefined || a.tenant === query.tenant))
-        .sort((a, b) => a.requestedAt - b.requestedAt)
+        .filter((a) => matchesApproval(a, query))
+        .sort((a, b) => a.requestedAt - b.requestedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
         .slice(0, query.limit ?? 100)
         .map(copy);
+    },
+    async countApprovals(query = {}) {
+      let n = 0;
+      for (const a of approvals.values()) if (matchesApproval(a, query)) n++;
+      return n;
     },
     async moveApproval(id, from, move, now) {
       if (!canMoveApproval(from, move.to)) {

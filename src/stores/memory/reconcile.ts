@@ -5,7 +5,7 @@
  */
 import type { Json } from "../../core/json.js";
 import type { ConfirmationQuery, FindingQuery, ReconcileStore } from "../../contracts/reconcile.js";
-import { checkResolution, newFinding, newReceipt, refreshFinding, resolveOnce } from "../../contracts/finding-rules.js";
+import { checkResolution, matchesFinding, newFinding, newReceipt, refreshFinding, resolveOnce } from "../../contracts/finding-rules.js";
 import type { Confirmation, Finding, StoredReceipt } from "../../contracts/findings.js";
 import { recordId } from "./ids.js";
 
@@ -29,12 +29,14 @@ export function memoryReconcileStore(clock: () => number): ReconcileStore {
     },
     async listFindings(query: FindingQuery = {}) {
       const out = [...findings.values()]
-        .filter((f) =>
-          (query.status === undefined || f.status === query.status) && (query.kind === undefined || f.kind === query.kind) &&
-          (query.tool === undefined || f.tool === query.tool) && (query.tenant === undefined || f.tenant === query.tenant) &&
-          (query.key === undefined || f.key === query.key))
+        .filter((f) => matchesFinding(f, query))
         .sort((a, b) => a.firstSeenAt - b.firstSeenAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       return out.slice(0, query.limit ?? 100).map(copy);
+    },
+    async countFindings(query = {}) {
+      let n = 0;
+      for (const f of findings.values()) if (matchesFinding(f, query)) n++;
+      return n;
     },
     async resolveFinding(id, resolution) {
       checkResolution(resolution);

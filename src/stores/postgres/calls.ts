@@ -10,13 +10,13 @@
  */
 import { assertTransition, isCallState } from "../../core/states.js";
 import { newClaimToken, repeatQueryOf } from "../../contracts/call-rules.js";
-import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
+import type { Answer, CallCountQuery, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
 import type { CheckpointRecords } from "../../contracts/checkpoints.js";
-import { callStatements, repeatValues, updateValues } from "../sql/call-statements.js";
+import { callCountOf, callStatements, repeatValues, updateValues } from "../sql/call-statements.js";
 import { positional, type CompiledSql } from "../sql/dialect.js";
 import { MAY_BE_UNRECORDED, NOTHING_RAN, TRY_AGAIN, type Op, type PostgresAccess } from "./access.js";
 import { knownRecords } from "../sql/known-records.js";
-import { decodeCall, decodeMillis, RAW_TYPES, unknowable, type RawRow } from "./rows.js";
+import { decodeCall, decodeMillis, fieldsOf, RAW_TYPES, unknowable, type RawRow } from "./rows.js";
 import { named, postgresDialect, type Statement } from "./statements.js";
 
 const HALTED: Halted = { claimed: false, halted: true };
@@ -31,6 +31,7 @@ const OPS = {
   renew: { what: "renew a lease", next: MAY_BE_UNRECORDED, writes: true },
   remove: { what: "remove a record", next: TRY_AGAIN, writes: true },
   list: { what: "list calls", next: TRY_AGAIN, writes: false },
+  count: { what: "count calls", next: TRY_AGAIN, writes: false },
   unsettled: { what: "list unsettled calls", next: TRY_AGAIN, writes: false },
   now: { what: "read the database clock", next: NOTHING_RAN, writes: false },
   putCheckpoint: { what: "save a checkpoint", next: TRY_AGAIN, writes: true },
@@ -202,6 +203,14 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
         const list = sql.list(q);
         // Planned afresh with its values each time (operators' filters vary): not prepared.
         return (await access.query(list.sql.text, positional(list.sql, list.values))).rows.map((row) => decodeCall(row, table));
+      }),
+    countByStateAndEffect: (q: CallCountQuery = {}) =>
+      access.run(OPS.count, async () => {
+        const counted = sql.countByStateAndEffect(q);
+        return (await rows(counted.sql, counted.values)).map((row) => {
+          const f = fieldsOf(row, `the call count of ${table}`);
+          return callCountOf(f.text("state"), f.text("effect"), f.int("n"));
+        });
       }),
     listUnsettled: (opts = {}) =>
       access.run(OPS.unsettled, async () => {

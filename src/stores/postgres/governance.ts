@@ -12,11 +12,12 @@ import { EffectgateError } from "../../core/errors.js";
 import { isEffectClass } from "../../core/effect-class.js";
 import { type Json } from "../../core/json.js";
 import { canMoveApproval } from "../../contracts/approval-states.js";
-import { APPROVAL_STATES, type ApprovalRecord, type ApprovalState, type Breaker, type GovernanceStore, type KillSwitch, type QuotaVerdict, type RateVerdict } from "../../contracts/governance.js";
+import { APPROVAL_STATES, type ApprovalCountQuery, type ApprovalRecord, type ApprovalState, type Breaker, type GovernanceStore, type KillSwitch, type QuotaVerdict, type RateVerdict } from "../../contracts/governance.js";
 import { type DryRunPreview } from "../../core/hooks.js";
 import { NOTHING_RAN, type PostgresAccess } from "./access.js";
 import { fieldsOf, literal, type RawRow } from "./rows.js";
-import { commitModeOf, named } from "./statements.js";
+import { approvalFilters } from "../sql/approval-filters.js";
+import { commitModeOf, named, type Statement } from "./statements.js";
 
 const EVERY = "";
 
@@ -37,6 +38,8 @@ function statements(s: string, m: ReturnType<typeof commitModeOf>) {
     listCounters: named(`SELECT counter, used, updated_at FROM ${s}.quota_counters WHERE starts_with(counter, $1) ORDER BY counter LIMIT $2`),
     hitRate: named(`SELECT ${s}.hit_rate($1, $2, $3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[], $8::bigint) AS verdict ${m.from}`),
     listBreakers: named(`SELECT ${BREAKER_COLS} FROM ${s}.breakers WHERE ($1::boolean OR state = 'open') ORDER BY opened_at, id LIMIT $2`),
+    countOpenBreakers: named(`SELECT count(*) AS n FROM ${s}.breakers WHERE state = 'open'`),
+    countAllBreakers: named(`SELECT count(*) AS n FROM ${s}.breakers`),
     closeBreaker: named(`WITH closed AS (
         UPDATE ${s}.breakers SET state = 'closed', closed_by = $2, closed_at = $3::bigint ${m.from} WHERE id = $1 AND state = 'open' RETURNING ${BREAKER_COLS}
       ), forget AS (
@@ -48,8 +51,6 @@ function statements(s: string, m: ReturnType<typeof commitModeOf>) {
         'pending', $14::text, $15::bigint, $16::bigint, NULL, NULL, NULL, NULL ${m.from} WHERE true
       ON CONFLICT (id) DO NOTHING RETURNING ${APPROVAL_COLS}`),
     getApproval: named(`SELECT ${APPROVAL_COLS} FROM ${s}.approvals WHERE id = $1`),
-    listApprovals: named(`SELECT ${APPROVAL_COLS} FROM ${s}.approvals
-      WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR tenant = $2) ORDER BY requested_at, id LIMIT $3`),
     moveApproval: named(`UPDATE ${s}.approvals SET
         state = $3,
         decided_by = CASE WHEN $4::boolean THEN $5 ELSE decided_by END,
@@ -63,8 +64,28 @@ function statements(s: string, m: ReturnType<typeof commitModeOf>) {
   };
 }
 
+/**
+ * The approvals listing (oldest first, the limit last) or count (n) for `query`'s filters, each
+ * combination prepared under its own name, and its values.
+ */
+function approvalsSql(schema: string, prepared: Map<string, Statement>, query: ApprovalCountQuery, what: "list" | "count"): { statement: Statement; values: unknown[] } {
+  const values: unknown[] = [];
+  const where = approvalFilters(query, (value) => {
+    values.push(value);
+    return `$${values.length}::text`;
+  });
+  const filtered = where.length > 0 ? ` WHERE ${where.join(" AND ")}` : "";
+  const text = what === "list"
+    ? `SELECT ${APPROVAL_COLS} FROM ${schema}.approvals${filtered} ORDER BY requested_at, id LIMIT $${values.length + 1}::integer`
+    : `SELECT count(*) AS n FROM ${schema}.approvals${filtered}`;
+  let statement = prepared.get(text);
+  if (!statement) prepared.set(text, (statement = named(text)));
+  return { statement, values };
+}
+
 export function postgresGovernance(access: PostgresAccess): GovernanceStore {
   const sql = statements(access.schema, commitModeOf(access.durability));
+  const approvalStatements = new Map<string, Statement>();
   const read = <T>(what: string, fn: () => Promise<T>) => access.run({ what, next: NOTHING_RAN, writes: false }, fn);
   const write = <T>(what: string, fn: () => Promise<T>) => access.run({ what, next: NOTHING_RAN, writes: true }, fn);
   const decodeApproval = (row: RawRow) => approvalOf(row, access.schema);
@@ -112,6 +133,12 @@ export function postgresGovernance(access: PostgresAccess): GovernanceStore {
       }),
     listBreakers: (options = {}) =>
       read("list rate breakers", async () => (await access.query(sql.listBreakers, [options.includeClosed === true, options.limit ?? 100])).rows.map(decodeBreaker)),
+    countBreakers: (options = {}) =>
+      read("count rate breakers", async () => {
+        const [row] = (await access.query(options.includeClosed === true ? sql.countAllBreakers : sql.countOpenBreakers, [])).rows;
+        if (!row) throw new Error("counting breakers returned no row");
+        return fieldsOf(row, "the breaker count").int("n");
+      }),
     closeBreaker: (id, by, now) =>
       write("close a rate breaker", async () => {
         const row = (await access.query(sql.closeBreaker, [id, by, now])).rows[0];
@@ -136,7 +163,17 @@ export function postgresGovernance(access: PostgresAccess): GovernanceStore {
         return row && decodeApproval(row);
       }),
     listApprovals: (q = {}) =>
-      read("list approvals", async () => (await access.query(sql.listApprovals, [q.state ?? null, q.tenant ?? null, q.limit ?? 100])).rows.map(decodeApproval)),
+      read("list approvals", async () => {
+        const { statement, values } = approvalsSql(access.schema, approvalStatements, q, "list");
+        return (await access.query(statement, [...values, q.limit ?? 100])).rows.map(decodeApproval);
+      }),
+    countApprovals: (q = {}) =>
+      read("count approvals", async () => {
+        const { statement, values } = approvalsSql(access.schema, approvalStatements, q, "count");
+        const [row] = (await access.query(statement, values)).rows;
+        if (!row) throw new Error("counting approvals returned no row");
+        return fieldsOf(row, "the approval count").int("n");
+      }),
     async moveApproval(id, from, move, now) {
       if (!canMoveApproval(from, move.to)) throw new EffectgateError("EG_ILLEGAL_TRANSITION", `approval ${id} cannot move from ${from} to ${move.to}`);
       const decided = move.to === "approved" || move.to === "denied";

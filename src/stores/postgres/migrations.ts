@@ -211,6 +211,13 @@ export const MIGRATIONS: readonly Migration[] = [
     description: "call search and intent windows",
     sql: (s) => `CREATE INDEX calls_by_task ON ${s}.calls (tenant, task, created_at, key);`,
   },
+  {
+    // A call's approval requests (ApprovalQuery.key: the console's call detail), without reading
+    // every request of its tenant. Written once per request, so it costs the gate nothing per call.
+    version: 8,
+    description: "approval requests by key",
+    sql: (s) => `CREATE INDEX approvals_by_key ON ${s}.approvals (key);`,
+  },
 ];
 
 /**

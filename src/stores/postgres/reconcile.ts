@@ -6,7 +6,7 @@
  * row is refused by name (EG_LEDGER_CORRUPT), never read as something else.
  */
 import type { Json } from "../../core/json.js";
-import type { FindingQuery, ReconcileStore } from "../../contracts/reconcile.js";
+import type { FindingCountQuery, FindingQuery, ReconcileStore } from "../../contracts/reconcile.js";
 import { checkResolution, evidenceOf, findingFilters } from "../../contracts/finding-rules.js";
 import { FINDING_KINDS, type Confirmation, type Finding, type FindingKind, type LedgerSnapshot, type StoredReceipt } from "../../contracts/findings.js";
 import { type DownstreamRecord } from "../../core/hooks.js";
@@ -91,7 +91,20 @@ export function postgresReconcileStatements(s: string, durability: "fsync" | "pr
     /** `where` holds findingFilters' terms; the limit is the last parameter. */
     listFindings: (where: readonly string[], limitParam: number) =>
       `SELECT ${FINDING_COLS} FROM ${s}.reconcile_findings ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY first_seen_at, id LIMIT $${limitParam}`,
+    /** `where` holds findingFilters' terms. */
+    countFindings: (where: readonly string[]) =>
+      `SELECT count(*) AS n FROM ${s}.reconcile_findings ${where.length ? `WHERE ${where.join(" AND ")}` : ""}`,
   };
+}
+
+/** The terms of `query`'s filters (findingFilters), numbered from $1, and their values. */
+function filtered(query: FindingCountQuery): { where: string[]; values: unknown[] } {
+  const values: unknown[] = [];
+  const where = findingFilters(query, (value) => {
+    values.push(value);
+    return `$${values.length}`;
+  });
+  return { where, values };
 }
 
 export function postgresReconcileStore(access: PostgresAccess): ReconcileStore {
@@ -117,13 +130,16 @@ export function postgresReconcileStore(access: PostgresAccess): ReconcileStore {
       }),
     listFindings: (query: FindingQuery = {}) =>
       op("list reconciliation findings", false, async () => {
-        const values: unknown[] = [];
-        const where = findingFilters(query, (value) => {
-          values.push(value);
-          return `$${values.length}`;
-        });
+        const { where, values } = filtered(query);
         values.push(query.limit ?? 100);
         return (await access.query(sql.listFindings(where, values.length), values)).rows.map(decodeFinding);
+      }),
+    countFindings: (query: FindingCountQuery = {}) =>
+      op("count reconciliation findings", false, async () => {
+        const { where, values } = filtered(query);
+        const [row] = (await access.query(sql.countFindings(where), values)).rows;
+        if (!row) throw new Error("counting findings returned no row");
+        return decoder(row, "the findings count").int("n");
       }),
     resolveFinding: async (id, resolution) => {
       checkResolution(resolution);

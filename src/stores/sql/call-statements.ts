@@ -5,9 +5,11 @@
  * move is allowed from), a take-over only when the lease rule says the holder is gone, and every
  * list in one order. Each statement names (tenant, key), the primary key, or walks an index.
  */
-import { allowedFrom, CALL_STATES, HELD_STATES, type CallState } from "../../core/states.js";
+import { allowedFrom, CALL_STATES, HELD_STATES, isCallState, type CallState } from "../../core/states.js";
+import { isEffectClass } from "../../core/effect-class.js";
 import { REPEATED_UNSETTLED } from "../../contracts/call-rules.js";
-import type { ListQuery, RepeatQuery } from "../../contracts/calls.js";
+import type { CallCount, CallCountQuery, ListQuery, RepeatQuery } from "../../contracts/calls.js";
+import { RowDamage } from "../row-damage.js";
 import { compile, type CompiledSql, type Dialect } from "./dialect.js";
 import { killSwitchLookups } from "./kill-switch-lookups.js";
 
@@ -67,8 +69,8 @@ const PARTIAL_STATE_INDEXES: readonly { readonly states: readonly CallState[]; r
   { states: ["needs_human", "compensation_failed"], condition: `state IN ('needs_human', 'compensation_failed')` },
 ];
 
-/** A `list` statement and its named values, for one query. */
-export interface ListStatement {
+/** A statement compiled for one query's filters (`list`, `countByStateAndEffect`), and its named values. */
+export interface QueryStatement {
   readonly sql: CompiledSql;
   readonly values: Readonly<Record<string, unknown>>;
 }
@@ -145,7 +147,9 @@ export interface CallStatements {
   readonly remove: CompiledSql;
   readonly unsettled: CompiledSql;
   readonly changes: CompiledSql;
-  list(query: ListQuery): ListStatement;
+  list(query: ListQuery): QueryStatement;
+  /** The exact count by state and effect class: one grouped COUNT (n) of every call, or of :tenant's. */
+  countByStateAndEffect(query: CallCountQuery): QueryStatement;
   readonly putCheckpoint: CompiledSql;
   readonly getCheckpoint: CompiledSql;
 }
@@ -153,6 +157,10 @@ export interface CallStatements {
 export function callStatements(dialect: Dialect): CallStatements {
   const sql = (template: string) => compile(dialect, template);
   const lists = new Map<string, CompiledSql>();
+  // Every call (a scan of the table), or one tenant's (the (tenant, key) primary key or unique index).
+  const countWhere = (where: string) => sql(`SELECT state, effect, COUNT(*) AS n FROM {calls} ${where} GROUP BY state, effect`);
+  const countAll = countWhere("");
+  const countOfTenant = countWhere("WHERE tenant = :tenant:text");
   return {
     claim: sql(insertCall("true")),
     claimUnlessHalted: sql(insertCall(`NOT EXISTS (${killSwitchLookups("{kill_switches}", "1", ":tenant:text", ":agent:text")})`)),
@@ -201,6 +209,9 @@ export function callStatements(dialect: Dialect): CallStatements {
       }).filter(([, value]) => value !== undefined));
       return { sql: compiled, values };
     },
+    countByStateAndEffect(query) {
+      return query.tenant === undefined ? { sql: countAll, values: {} } : { sql: countOfTenant, values: { tenant: query.tenant } };
+    },
     putCheckpoint: sql(`INSERT INTO {checkpoints} (tenant, id, data, updated_at) SELECT :tenant:text, :id:text, :data:text, {now} {from_clock} WHERE true
        ON CONFLICT (tenant, id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`),
     getCheckpoint: sql(`SELECT data FROM {checkpoints} WHERE tenant = :tenant:text AND id = :id:text`),
@@ -229,4 +240,14 @@ export function updateValues(
 /** A repeat query's named values (findRepeat; claimUnlessRepeated takes window_ms beside the claim's). */
 export function repeatValues(query: RepeatQuery): Record<string, unknown> {
   return { tenant: query.tenant, task: query.task, fingerprint: query.fingerprint, key: query.key, window_ms: query.windowMs };
+}
+
+/**
+ * One row of `countByStateAndEffect` as a count. A state or effect class the code does not know is
+ * damage (RowDamage naming the pair, then EG_LEDGER_CORRUPT), never a count left out.
+ */
+export function callCountOf(state: string, effect: string, n: number): CallCount {
+  if (!isCallState(state)) throw new RowDamage(`${n} call record(s)`, `have an unknown state ${JSON.stringify(state)}`);
+  if (!isEffectClass(effect)) throw new RowDamage(`${n} call record(s)`, `have an unknown effect ${JSON.stringify(effect)}`);
+  return { state, effect, count: n };
 }

@@ -12,11 +12,11 @@ import type Database from "better-sqlite3";
 import { assertTransition, isCallState } from "../../core/states.js";
 import { isEffectClass } from "../../core/effect-class.js";
 import type { Json } from "../../core/json.js";
-import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
+import type { Answer, CallCountQuery, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
 import type { CheckpointRecords } from "../../contracts/checkpoints.js";
 import { newClaimToken, repeatQueryOf } from "../../contracts/call-rules.js";
 import { RowDamage } from "../row-damage.js";
-import { callStatements, repeatValues, updateValues } from "../sql/call-statements.js";
+import { callCountOf, callStatements, repeatValues, updateValues } from "../sql/call-statements.js";
 import { sqliteValues, type CompiledSql, type Dialect } from "../sql/dialect.js";
 import { knownRecords, type Known, type Unknowable } from "../sql/known-records.js";
 import { preparedOnce, type Db, type SqliteAccess } from "./access.js";
@@ -227,6 +227,12 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
       access.run("list calls", (db) => {
         const list = SQL.list(query);
         return rows(db, list.sql, list.values).map(decode);
+      }),
+    countByStateAndEffect: (query: CallCountQuery = {}) =>
+      access.run("count calls", (db) => {
+        const counted = SQL.countByStateAndEffect(query);
+        return (statements(db)(counted.sql).all(counted.values) as { state: string; effect: string; n: number }[])
+          .map((row) => callCountOf(row.state, row.effect, row.n));
       }),
     listUnsettled: (options = {}) =>
       access.run("list unsettled calls", (db) =>

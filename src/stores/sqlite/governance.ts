@@ -10,9 +10,10 @@ import { EFFECT_CLASSES, type EffectClass } from "../../core/effect-class.js";
 import { type Json } from "../../core/json.js";
 import { canMoveApproval } from "../../contracts/approval-states.js";
 import { RowDamage } from "../row-damage.js";
+import { approvalFilters } from "../sql/approval-filters.js";
 import { killSwitchLookups } from "../sql/kill-switch-lookups.js";
 import { preparedOnce, type SqliteAccess } from "./access.js";
-import { APPROVAL_STATES, type ApprovalRecord, type ApprovalState, type Breaker, type GovernanceStore, type KillSwitch, type QuotaCounter } from "../../contracts/governance.js";
+import { APPROVAL_STATES, type ApprovalCountQuery, type ApprovalRecord, type ApprovalState, type Breaker, type GovernanceStore, type KillSwitch, type QuotaCounter } from "../../contracts/governance.js";
 import { type DryRunPreview } from "../../core/hooks.js";
 
 const EVERY = "";
@@ -26,10 +27,34 @@ interface ApprovalRow {
 }
 
 const statements = preparedOnce(prepare);
+/** The approvals listings and counts prepared so far, by text (one per combination of filters). */
+const approvalQueries = preparedOnce(() => new Map<string, Database.Statement>());
+
+/** The approvals statement for `query`'s filters: the listing (oldest first, LIMIT @limit) or the count (n), and its values. */
+export function approvalsSql(query: ApprovalCountQuery, what: "list" | "count"): { readonly text: string; readonly values: Record<string, string> } {
+  const values: Record<string, string> = {};
+  const where = approvalFilters(query, (value) => {
+    const name = `p${Object.keys(values).length}`;
+    values[name] = value;
+    return `@${name}`;
+  });
+  const filtered = where.length > 0 ? ` WHERE ${where.join(" AND ")}` : "";
+  return {
+    text: what === "list" ? `SELECT * FROM approvals${filtered} ORDER BY requested_at, id LIMIT @limit` : `SELECT count(*) AS n FROM approvals${filtered}`,
+    values,
+  };
+}
 
 export function sqliteGovernance(access: SqliteAccess): GovernanceStore {
   const run = <T>(what: string, fn: (s: ReturnType<typeof prepare>, db: Database.Database) => T): Promise<T> =>
     access.run(what, (db) => fn(statements(db), db));
+
+  const approvalQuery = (db: Database.Database, text: string): Database.Statement => {
+    const prepared = approvalQueries(db);
+    let statement = prepared.get(text);
+    if (!statement) prepared.set(text, (statement = db.prepare(text)));
+    return statement;
+  };
 
   const damaged = (id: string, what: string) => new RowDamage(`approval ${id}`, `has unreadable ${what}`);
 
@@ -118,6 +143,9 @@ export function sqliteGovernance(access: SqliteAccess): GovernanceStore {
       return run("list rate breakers", (s) =>
         (s.listBreakers.all({ all: options.includeClosed === true ? 1 : 0, limit: options.limit ?? 100 }) as BreakerRow[]).map(decodeBreaker));
     },
+    async countBreakers(options = {}) {
+      return run("count rate breakers", (s) => ((options.includeClosed === true ? s.countAllBreakers : s.countOpenBreakers).get() as { n: number }).n);
+    },
     async closeBreaker(id, by, now) {
       return run("close a rate breaker", (s, db) => db.transaction(() => {
         const [row] = s.closeIt.all({ id, by, now }) as BreakerRow[];
@@ -148,8 +176,16 @@ export function sqliteGovernance(access: SqliteAccess): GovernanceStore {
       });
     },
     async listApprovals(query = {}) {
-      return run("list approvals", (s) =>
-        (s.listApprovals.all({ state: query.state ?? null, tenant: query.tenant ?? null, limit: query.limit ?? 100 }) as ApprovalRow[]).map(decodeApproval));
+      return run("list approvals", (_s, db) => {
+        const { text, values } = approvalsSql(query, "list");
+        return (approvalQuery(db, text).all({ ...values, limit: query.limit ?? 100 }) as ApprovalRow[]).map(decodeApproval);
+      });
+    },
+    async countApprovals(query = {}) {
+      return run("count approvals", (_s, db) => {
+        const { text, values } = approvalsSql(query, "count");
+        return (approvalQuery(db, text).get(values) as { n: number }).n;
+      });
     },
     async moveApproval(id, from, move, now) {
       if (!canMoveApproval(from, move.to)) {
@@ -211,6 +247,8 @@ function prepare(db: Database.Database) {
        RETURNING *`,
     ),
     listBreakers: db.prepare(`SELECT * FROM breakers WHERE (@all OR state = 'open') ORDER BY opened_at LIMIT @limit`),
+    countOpenBreakers: db.prepare(`SELECT count(*) AS n FROM breakers WHERE state = 'open'`),
+    countAllBreakers: db.prepare(`SELECT count(*) AS n FROM breakers`),
     closeIt: db.prepare(`UPDATE breakers SET state = 'closed', closed_by = @by, closed_at = @now WHERE id = @id AND state = 'open' RETURNING *`),
     forgetWindow: db.prepare(`DELETE FROM rate_events WHERE breaker = ?`),
     putApproval: db.prepare(
@@ -221,10 +259,6 @@ function prepare(db: Database.Database) {
        ON CONFLICT (id) DO NOTHING`,
     ),
     getApproval: db.prepare(`SELECT * FROM approvals WHERE id = ?`),
-    listApprovals: db.prepare(
-      `SELECT * FROM approvals WHERE (@state IS NULL OR state = @state) AND (@tenant IS NULL OR tenant = @tenant)
-       ORDER BY requested_at, id LIMIT @limit`,
-    ),
     moveApproval: db.prepare(
       `UPDATE approvals SET
          state = @to,

@@ -116,6 +116,9 @@ const SQL: readonly string[] = [
   // the list order. One index, not one per filter: each is one more B-tree page written per claim
   // (bench/index-cost.mjs); tenant and tool searches walk calls_by_created or sort.
   `CREATE INDEX calls_by_task ON calls (tenant, task, created_at, key);`,
+  // 8: a call's approval requests (ApprovalQuery.key: the console's call detail), without reading
+  // every request of its tenant. Written once per request, so it costs the gate nothing per call.
+  `CREATE INDEX approvals_by_key ON approvals (key);`,
 ];
 
 export interface Migration {

@@ -8,7 +8,7 @@ import type Database from "better-sqlite3";
 import type { Json } from "../../core/json.js";
 import { FINDING_KINDS, type Confirmation, type Finding, type FindingKind, type LedgerSnapshot, type StoredReceipt } from "../../contracts/findings.js";
 import { type DownstreamRecord } from "../../core/hooks.js";
-import type { FindingQuery, ReconcileStore } from "../../contracts/reconcile.js";
+import type { FindingCountQuery, FindingQuery, ReconcileStore } from "../../contracts/reconcile.js";
 import { checkResolution, evidenceOf, findingFilters } from "../../contracts/finding-rules.js";
 import { RowDamage } from "../row-damage.js";
 import { preparedOnce, type SqliteAccess } from "./access.js";
@@ -63,6 +63,25 @@ const statements = preparedOnce(prepare);
 
 export function sqliteReconcileStore(access: SqliteAccess): ReconcileStore {
   const listCache = new WeakMap<Database.Database, Map<string, Database.Statement>>();
+  /** A listing's or count's statement, prepared once per text (one per combination of filters). */
+  const prepared = (db: Database.Database, text: string): Database.Statement => {
+    let byText = listCache.get(db);
+    if (!byText) listCache.set(db, (byText = new Map<string, Database.Statement>()));
+    let statement = byText.get(text);
+    if (!statement) byText.set(text, (statement = db.prepare(text)));
+    return statement;
+  };
+  /** The WHERE of `query`'s filters (findingFilters) and its named values. */
+  const filtered = (query: FindingCountQuery): { where: string; values: Record<string, string> } => {
+    const values: Record<string, string> = {};
+    let n = 0;
+    const where = findingFilters(query, (value) => {
+      const name = `p${n++}`;
+      values[name] = value;
+      return `@${name}`;
+    });
+    return { where: where.length ? `WHERE ${where.join(" AND ")}` : "", values };
+  };
 
   return {
     async recordFinding(report) {
@@ -91,19 +110,15 @@ export function sqliteReconcileStore(access: SqliteAccess): ReconcileStore {
     },
     async listFindings(query: FindingQuery = {}) {
       return access.run("list reconciliation findings", (db) => {
-        const values: Record<string, string | number> = {};
-        let n = 0;
-        const where = findingFilters(query, (value) => {
-          const name = `p${n++}`;
-          values[name] = value;
-          return `@${name}`;
-        });
-        const text = `SELECT * FROM reconcile_findings ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY first_seen_at, id LIMIT @limit`;
-        let byText = listCache.get(db);
-        if (!byText) listCache.set(db, (byText = new Map<string, Database.Statement>()));
-        let statement = byText.get(text);
-        if (!statement) byText.set(text, (statement = db.prepare(text)));
+        const { where, values } = filtered(query);
+        const statement = prepared(db, `SELECT * FROM reconcile_findings ${where} ORDER BY first_seen_at, id LIMIT @limit`);
         return (statement.all({ ...values, limit: query.limit ?? 100 }) as FindingRow[]).map(decodeFinding);
+      });
+    },
+    async countFindings(query: FindingCountQuery = {}) {
+      return access.run("count reconciliation findings", (db) => {
+        const { where, values } = filtered(query);
+        return (prepared(db, `SELECT count(*) AS n FROM reconcile_findings ${where}`).get(values) as { n: number }).n;
       });
     },
     async resolveFinding(id, resolution) {

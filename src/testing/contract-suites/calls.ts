@@ -3,7 +3,9 @@
  * tests, through its ledger's `calls` and `checkpoints`. A store that cannot support a case skips
  * it by name with a reason (`contractSuite`'s `skip`), never silently.
  */
-import type { CallRecord, ClaimRequest, ListCursor, ListQuery } from "../../contracts/calls.js";
+import type { CallCount, CallCountQuery, CallRecord, ClaimRequest, ListCursor, ListQuery } from "../../contracts/calls.js";
+import type { CallState } from "../../core/states.js";
+import type { EffectClass } from "../../core/effect-class.js";
 import { listCursorOf, listOrder } from "../../contracts/call-rules.js";
 import type { Stores } from "../../contracts/stores.js";
 import type { ContractSuiteDefinition } from "./suite.js";
@@ -341,6 +343,74 @@ export const callsSuite: ContractSuiteDefinition = {
       expect(await keys({ key: "%" })).toEqual([]);
       expect(await keys({ tenant: "x".repeat(100_000) })).toEqual([]);
       expect(await keys({ after: { createdAt: 0, tenant: "__proto__", key: "y".repeat(100_000) }, tenant: "__proto__" })).toEqual(["__proto__/constructor"]);
+    });
+
+    /** A new call of `tenant` moved from its claim to `state` along the state table. */
+    const callIn = async (tenant: string, key: string, effect: EffectClass, state: CallState) => {
+      await ledger.calls.claim(claimRequest({ tenant, key, toolUseId: key, effect }));
+      const path: Record<CallState, CallState[]> = {
+        in_progress: [], completed: ["completed"], failed: ["failed"], uncertain: ["uncertain"], needs_human: ["needs_human"],
+        compensated: ["completed", "compensated"], compensation_failed: ["completed", "compensation_failed"],
+      };
+      let version = 1;
+      for (const to of path[state]) {
+        if (!(await ledger.calls.update(tenant, key, version++, { state: to, owner: null }))) throw new Error(`${tenant}/${key} did not move to ${to}`);
+      }
+    };
+    /** The counts in one order, so two answers compare whatever order a store gives its rows in. */
+    const byPair = (a: CallCount, b: CallCount) => (a.state < b.state ? -1 : a.state > b.state ? 1 : a.effect < b.effect ? -1 : a.effect > b.effect ? 1 : 0);
+    const counted = async (query?: CallCountQuery) =>
+      (await ledger.calls.countByStateAndEffect(query)).map((c) => ({ ...c })).sort(byPair);
+    const rows = (...counts: [CallState, EffectClass, number][]): CallCount[] =>
+      counts.map(([state, effect, count]) => ({ state, effect, count })).sort(byPair);
+
+    test("countByStateAndEffect counts every call exactly, by state and effect class; with a tenant, that tenant's alone (\"__proto__\" too)", async () => {
+      const made: [string, EffectClass, CallState, number][] = [
+        ["acme", "write", "completed", 3], ["acme", "read", "completed", 1], ["acme", "destructive", "needs_human", 2],
+        ["acme", "write", "in_progress", 1], ["acme", "write", "compensation_failed", 1],
+        ["globex", "write", "completed", 2], ["globex", "destructive", "failed", 1], ["globex", "read", "uncertain", 1], ["globex", "write", "compensated", 1],
+        ["__proto__", "write", "completed", 1], ["__proto__", "read", "needs_human", 1],
+      ];
+      for (const [tenant, effect, state, n] of made) {
+        for (let i = 0; i < n; i++) await callIn(tenant, `${state}-${effect}-${i}`, effect, state);
+      }
+      expect(await counted()).toEqual(rows(
+        ["completed", "write", 6], ["completed", "read", 1], ["needs_human", "destructive", 2], ["needs_human", "read", 1],
+        ["in_progress", "write", 1], ["compensation_failed", "write", 1], ["failed", "destructive", 1], ["uncertain", "read", 1], ["compensated", "write", 1],
+      ));
+      expect(await counted({ tenant: "acme" })).toEqual(rows(
+        ["completed", "write", 3], ["completed", "read", 1], ["needs_human", "destructive", 2], ["in_progress", "write", 1], ["compensation_failed", "write", 1],
+      ));
+      expect(await counted({ tenant: "globex" })).toEqual(rows(["completed", "write", 2], ["failed", "destructive", 1], ["uncertain", "read", 1], ["compensated", "write", 1]));
+      expect(await counted({ tenant: "__proto__" })).toEqual(rows(["completed", "write", 1], ["needs_human", "read", 1]));
+      expect(await counted({ tenant: "initech" })).toEqual([]);
+      expect(await counted({ tenant: "' OR '1'='1" })).toEqual([]);
+      // The counts add up to the records there are.
+      const total = (await counted()).reduce((sum, c) => sum + c.count, 0);
+      expect(total).toBe((await ledger.calls.list({ limit: 1000 })).length);
+      expect(total).toBe(15);
+    });
+
+    test("countByStateAndEffect: an empty ledger counts nothing, and the counts follow every state move and removal", async () => {
+      expect(await counted()).toEqual([]);
+      expect(await counted({ tenant: "acme" })).toEqual([]);
+      await ledger.calls.claim(claimRequest({ key: "a", effect: "destructive" }));
+      await ledger.calls.claim(claimRequest({ key: "b", effect: "destructive" }));
+      await ledger.calls.claim(claimRequest({ key: "c", tenant: "globex", effect: "read" }));
+      expect(await counted()).toEqual(rows(["in_progress", "destructive", 2], ["in_progress", "read", 1]));
+      await ledger.calls.update("acme", "a", 1, { state: "needs_human", owner: null });
+      expect(await counted({ tenant: "acme" })).toEqual(rows(["in_progress", "destructive", 1], ["needs_human", "destructive", 1]));
+      await ledger.calls.update("acme", "a", 2, { state: "completed", result: { settled: true } });
+      await ledger.calls.update("acme", "b", 1, { state: "completed", result: null, owner: null });
+      expect(await counted({ tenant: "acme" })).toEqual(rows(["completed", "destructive", 2]));
+      // A stale write moves nothing, so it counts nothing.
+      expect(await ledger.calls.update("acme", "b", 1, { state: "completed", result: null, owner: null })).toBeUndefined();
+      await ledger.calls.update("acme", "b", 2, { state: "compensated" });
+      expect(await counted()).toEqual(rows(["completed", "destructive", 1], ["compensated", "destructive", 1], ["in_progress", "read", 1]));
+      const c = (await ledger.calls.get("globex", "c"))!;
+      expect(await ledger.calls.remove("globex", "c", c.version, c.claimToken)).toBe(true);
+      expect(await counted({ tenant: "globex" })).toEqual([]);
+      expect(await counted()).toEqual(rows(["completed", "destructive", 1], ["compensated", "destructive", 1]));
     });
 
     // A store may compute the record a write returns from what it wrote instead of reading the row back: it must be the row.

@@ -201,6 +201,22 @@ export const governanceSuite: ContractSuiteDefinition = {
       expect(await g.hitRate({ tenant: "acme", key: "k3", scopes: SCOPES, counts: [w], now: T0 + 301 })).toMatchObject({ ok: false, opened: true, breaker: { state: "open", closedBy: null } });
     });
 
+    test("countBreakers counts the open breakers exactly, past any listing's limit (and, with includeClosed, every breaker)", async () => {
+      expect(await g.countBreakers()).toBe(0);
+      expect(await g.countBreakers({ includeClosed: true })).toBe(0);
+      // A window of limit 0: the first call opens its breaker.
+      for (let i = 0; i < 120; i++) {
+        const scope = `task:acme/t${i}`;
+        expect(await g.hitRate({ tenant: "acme", key: `k${i}`, scopes: [scope], counts: [window(`b${i}@${scope}`, 0, 60_000, scope)], now: T0 + i })).toMatchObject({ ok: false, opened: true });
+      }
+      expect(await g.listBreakers()).toHaveLength(100);
+      expect(await g.countBreakers()).toBe(120);
+      for (const i of [0, 7, 119]) await g.closeBreaker(`b${i}@task:acme/t${i}`, "ops", T0 + 500);
+      expect(await g.countBreakers()).toBe(117);
+      expect(await g.countBreakers({ includeClosed: false })).toBe(117);
+      expect(await g.countBreakers({ includeClosed: true })).toBe(120);
+    });
+
     test("of many concurrent calls against one window, exactly the limit is admitted and the breaker opens once", async () => {
       const results = await Promise.all(Array.from({ length: 30 }, (_, i) =>
         g.hitRate({ tenant: "acme", key: `k${i}`, scopes: SCOPES, counts: [window("r@t", 5)], now: T0 })));
@@ -229,6 +245,57 @@ export const governanceSuite: ContractSuiteDefinition = {
       expect((await g.listApprovals({ tenant: "acme" })).map((a) => a.id)).toEqual(["apr_b", "apr_c"]);
       expect((await g.listApprovals({ limit: 1 })).map((a) => a.id)).toEqual(["apr_a"]);
       expect((await g.getApproval("apr_c"))?.preview).toBeNull();
+    });
+
+    test("approvals by key: a call's requests in its tenant, or that key in every tenant; keys are data, matched whole", async () => {
+      await g.putApproval(newApproval({ id: "apr_b", key: "k1", requestedAt: T0 + 2, policyVersion: "v2" }));
+      await g.putApproval(newApproval({ id: "apr_a", key: "k1", requestedAt: T0 + 1 }));
+      await g.putApproval(newApproval({ id: "apr_c", key: "k2", requestedAt: T0 + 3 }));
+      await g.putApproval(newApproval({ id: "apr_d", key: "k1", tenant: "globex", requestedAt: T0 + 4 }));
+      await g.putApproval(newApproval({ id: "apr_e", key: "k1", tenant: "__proto__", requestedAt: T0 + 5 }));
+      await g.putApproval(newApproval({ id: "apr_f", key: "k1%", requestedAt: T0 + 6 }));
+      const ids = async (query: Parameters<GovernanceStore["listApprovals"]>[0]) => (await g.listApprovals(query)).map((a) => a.id);
+      expect(await ids({ tenant: "acme", key: "k1" })).toEqual(["apr_a", "apr_b"]);
+      expect(await ids({ key: "k1" })).toEqual(["apr_a", "apr_b", "apr_d", "apr_e"]);
+      expect(await ids({ tenant: "__proto__", key: "k1" })).toEqual(["apr_e"]);
+      expect(await ids({ key: "k1%" })).toEqual(["apr_f"]);
+      expect(await ids({ key: "k" })).toEqual([]);
+      expect(await ids({ key: "%" })).toEqual([]);
+      expect(await ids({ key: "k1' OR '1'='1" })).toEqual([]);
+      await g.moveApproval("apr_a", "pending", { to: "denied", by: "x" }, T0 + 7);
+      expect(await ids({ tenant: "acme", key: "k1", state: "pending" })).toEqual(["apr_b"]);
+      expect(await ids({ tenant: "acme", key: "k1", state: "denied" })).toEqual(["apr_a"]);
+      expect(await ids({ tenant: "acme", key: "k1", limit: 1 })).toEqual(["apr_a"]);
+    });
+
+    test("countApprovals counts exactly by state, tenant and key, past any listing's limit, and follows every move", async () => {
+      expect(await g.countApprovals()).toBe(0);
+      expect(await g.countApprovals({ state: "pending" })).toBe(0);
+      for (let i = 0; i < 150; i++) await g.putApproval(newApproval({ id: `apr_p${i}`, key: `k${i % 3}`, requestedAt: T0 + i }));
+      await g.putApproval(newApproval({ id: "apr_g", tenant: "globex", key: "k0" }));
+      await g.putApproval(newApproval({ id: "apr_x", tenant: "__proto__", key: "k0" }));
+      // A listing stops at its limit (100 by default); a count does not.
+      expect(await g.listApprovals({ state: "pending" })).toHaveLength(100);
+      expect(await g.countApprovals({ state: "pending" })).toBe(152);
+      expect(await g.countApprovals()).toBe(152);
+      expect(await g.countApprovals({ tenant: "acme" })).toBe(150);
+      expect(await g.countApprovals({ tenant: "__proto__" })).toBe(1);
+      expect(await g.countApprovals({ tenant: "initech" })).toBe(0);
+      expect(await g.countApprovals({ key: "k0" })).toBe(52);
+      expect(await g.countApprovals({ tenant: "acme", key: "k0" })).toBe(50);
+      expect(await g.countApprovals({ tenant: "acme", key: "k0", state: "approved" })).toBe(0);
+      await g.moveApproval("apr_p0", "pending", { to: "approved", by: "alice" }, T0 + 200);
+      await g.moveApproval("apr_p3", "pending", { to: "denied", by: "alice" }, T0 + 200);
+      await g.moveApproval("apr_g", "pending", { to: "expired" }, T0 + 200);
+      expect(await g.countApprovals({ state: "pending" })).toBe(149);
+      expect(await g.countApprovals({ state: "approved" })).toBe(1);
+      expect(await g.countApprovals({ state: "denied", tenant: "acme", key: "k0" })).toBe(1);
+      expect(await g.countApprovals({ state: "expired", tenant: "acme" })).toBe(0);
+      expect(await g.countApprovals({ state: "expired", tenant: "globex" })).toBe(1);
+      await g.moveApproval("apr_p0", "approved", { to: "consumed" }, T0 + 201);
+      expect(await g.countApprovals({ state: "approved" })).toBe(0);
+      expect(await g.countApprovals({ state: "consumed", key: "k0" })).toBe(1);
+      expect(await g.countApprovals()).toBe(152);
     });
 
     test("a decision is compare-and-set on the state and records who, when, the note and the new expiry", async () => {

@@ -160,6 +160,36 @@ export const reconcileSuite: ContractSuiteDefinition = {
       expect(orphan).toMatchObject({ tenant: null, ledger: null, kind: "orphan_downstream" });
     });
 
+    test("countFindings counts exactly by status, kind, tool, tenant and key, past any listing's limit, and follows resolutions", async () => {
+      expect(await store.countFindings()).toBe(0);
+      expect(await store.countFindings({ status: "open" })).toBe(0);
+      for (let i = 0; i < 120; i++) await store.recordFinding(findingReport({ id: `f_m${i}`, kind: "mismatch", key: `k${i % 4}` }));
+      await store.recordFinding(findingReport({ id: "f_orphan", kind: "orphan_downstream", tenant: null, key: "k0", ledger: null }));
+      await store.recordFinding(findingReport({ id: "f_globex", kind: "unresolved", tenant: "globex", key: "k0", tool: "send_email" }));
+      await store.recordFinding(findingReport({ id: "f_proto", kind: "unresolved", tenant: "__proto__", key: "k0" }));
+      // A listing stops at its limit (100 by default); a count does not.
+      expect(await store.listFindings({ status: "open" })).toHaveLength(100);
+      expect(await store.countFindings({ status: "open" })).toBe(123);
+      expect(await store.countFindings({ kind: "mismatch" })).toBe(120);
+      expect(await store.countFindings({ kind: "unresolved", status: "open" })).toBe(2);
+      expect(await store.countFindings({ tool: "send_email" })).toBe(1);
+      expect(await store.countFindings({ tenant: "acme" })).toBe(120);
+      expect(await store.countFindings({ tenant: "__proto__" })).toBe(1);
+      expect(await store.countFindings({ tenant: "initech" })).toBe(0);
+      expect(await store.countFindings({ key: "k0" })).toBe(33);
+      expect(await store.countFindings({ tenant: "acme", key: "k0", status: "open" })).toBe(30);
+      expect(await store.countFindings({ key: "k0' OR '1'='1" })).toBe(0);
+      // Seen again: still one finding. Resolved: it moves from open to resolved, once.
+      await store.recordFinding(findingReport({ id: "f_m0", kind: "mismatch", key: "k0" }));
+      await store.resolveFinding("f_m0", { note: "fixed downstream" });
+      await store.resolveFinding("f_m0", { note: "twice" });
+      await store.resolveFinding("f_orphan", { note: "a test charge" });
+      expect(await store.countFindings()).toBe(123);
+      expect(await store.countFindings({ status: "open" })).toBe(121);
+      expect(await store.countFindings({ status: "resolved" })).toBe(2);
+      expect(await store.countFindings({ status: "open", tenant: "acme", key: "k0" })).toBe(29);
+    });
+
     test("a finding's evidence reads back exactly as written (unicode, nested JSON, nulls)", async () => {
       const report = findingReport({
         kind: "mismatch",

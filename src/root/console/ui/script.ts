@@ -320,8 +320,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
         h("div", { class: "grid" }, figure("approvals pending", d.approvalsPending), figure("waiting for a person", d.queueSize),
           figure("kill switches on", d.killSwitches.length), figure("open breakers", d.openBreakers)),
         h("div", { class: "card" }, h("h3", null, "Calls by state and effect class"), chart,
-          h("div", { class: "legend" }, h("span", { class: "key-read" }, "■ read"), h("span", { class: "key-write" }, "■ write"), h("span", { class: "key-destructive" }, "■ destructive")),
-          d.blastRadius.truncated ? note("Counted up to the scan limit per state.") : null)];
+          h("div", { class: "legend" }, h("span", { class: "key-read" }, "■ read"), h("span", { class: "key-write" }, "■ write"), h("span", { class: "key-destructive" }, "■ destructive")))];
     });
   }
 
