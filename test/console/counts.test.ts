@@ -91,6 +91,8 @@ describe("console overview counts", { timeout: 60_000 }, () => {
       compensation_failed: { read: 0, write: 60, destructive: 0 },
     });
     expect(overview.blastRadius).not.toHaveProperty("truncated");
+    // The navigation's badges: the same two exact figures, and nothing that counts every call.
+    expect((await call(server.url, TOKEN, "GET", "/api/badges")).body).toEqual({ approvalsPending: 1_234, queueSize: 1_310 });
     // The chart is the store's count, cell for cell.
     for (const { state, effect, count } of await ledger.calls.countByStateAndEffect()) expect(overview.blastRadius.byState[state]?.[effect]).toBe(count);
 

@@ -85,18 +85,28 @@ async function blastRadius(ledger: Stores): Promise<object> {
   return { byState };
 }
 
+/** The two figures every page's navigation shows: exact, and cheap (they read the waiting records, not the whole ledger). */
+async function waiting(ledger: Stores): Promise<{ approvalsPending: number; queueSize: number }> {
+  return {
+    approvalsPending: ledger.governance ? await countApprovals(ledger, { state: "pending" }) : 0,
+    queueSize: await countQueue(ledger),
+  };
+}
+
 export const ROUTES: readonly Route[] = [
   // Every figure is an exact count, never a list's length (a list stops at its limit).
   get("/api/overview", async ({ ledger }) => {
     return {
       ledger: ledger.location,
-      approvalsPending: ledger.governance ? await countApprovals(ledger, { state: "pending" }) : 0,
-      queueSize: await countQueue(ledger),
+      ...(await waiting(ledger)),
       killSwitches: ledger.governance ? await listKillSwitches(ledger) : [],
       openBreakers: ledger.governance ? await countBreakers(ledger) : 0,
       blastRadius: await blastRadius(ledger),
     };
   }),
+
+  // The navigation's badges, refreshed on every page and live update: without the blast radius, which counts every call.
+  get("/api/badges", async ({ ledger }) => waiting(ledger)),
 
   get("/api/calls", async ({ ledger, query }) => {
     const since = time(query, "since");

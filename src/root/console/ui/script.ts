@@ -328,7 +328,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
   var NAV = { call: "ledger", saga: "sagas" };
 
   function badges() {
-    return api("GET", "/api/overview").then(function (d) {
+    return api("GET", "/api/badges").then(function (d) {
       document.getElementById("badge-approvals").textContent = d.approvalsPending ? String(d.approvalsPending) : "";
       document.getElementById("badge-queue").textContent = d.queueSize ? String(d.queueSize) : "";
     }).catch(function () {});
