@@ -141,8 +141,10 @@ async function waitAndRun(
   }
 }
 
-/** A result as tool_result content: content blocks as they are (an array of `{ type }` objects), strings as they are, anything else as JSON. */
-/** The tool_result content: the recorded content blocks or the result as text, after the line saying so for a collapsed repeat. */
+/**
+ * A result as tool_result content: content blocks as they are (an array of `{ type }` objects),
+ * strings as they are, anything else as JSON; after the line saying so for a collapsed repeat.
+ */
 function contentOf(result: Json, collapsed: string | undefined): AnthropicToolContent {
   const said = collapsed === undefined ? "" : collapsedPreamble(collapsed);
   if (Array.isArray(result) && result.length > 0 && result.every((b) => typeof b === "object" && b !== null && !Array.isArray(b) && typeof b.type === "string")) {

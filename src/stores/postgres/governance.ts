@@ -15,7 +15,7 @@ import { canMoveApproval } from "../../contracts/approval-states.js";
 import { APPROVAL_STATES, type ApprovalCountQuery, type ApprovalRecord, type ApprovalState, type Breaker, type GovernanceStore, type KillSwitch, type QuotaVerdict, type RateVerdict } from "../../contracts/governance.js";
 import { type DryRunPreview } from "../../core/hooks.js";
 import { NOTHING_RAN, type PostgresAccess } from "./access.js";
-import { fieldsOf, literal, type RawRow } from "./rows.js";
+import { countIn, fieldsOf, literal, type RawRow } from "./rows.js";
 import { approvalFilters } from "../sql/approval-filters.js";
 import { commitModeOf, named, type Statement } from "./statements.js";
 
@@ -134,11 +134,8 @@ export function postgresGovernance(access: PostgresAccess): GovernanceStore {
     listBreakers: (options = {}) =>
       read("list rate breakers", async () => (await access.query(sql.listBreakers, [options.includeClosed === true, options.limit ?? 100])).rows.map(decodeBreaker)),
     countBreakers: (options = {}) =>
-      read("count rate breakers", async () => {
-        const [row] = (await access.query(options.includeClosed === true ? sql.countAllBreakers : sql.countOpenBreakers, [])).rows;
-        if (!row) throw new Error("counting breakers returned no row");
-        return fieldsOf(row, "the breaker count").int("n");
-      }),
+      read("count rate breakers", async () =>
+        countIn((await access.query(options.includeClosed === true ? sql.countAllBreakers : sql.countOpenBreakers, [])).rows, "the breaker count")),
     closeBreaker: (id, by, now) =>
       write("close a rate breaker", async () => {
         const row = (await access.query(sql.closeBreaker, [id, by, now])).rows[0];
@@ -170,9 +167,7 @@ export function postgresGovernance(access: PostgresAccess): GovernanceStore {
     countApprovals: (q = {}) =>
       read("count approvals", async () => {
         const { statement, values } = approvalsSql(access.schema, approvalStatements, q, "count");
-        const [row] = (await access.query(statement, values)).rows;
-        if (!row) throw new Error("counting approvals returned no row");
-        return fieldsOf(row, "the approval count").int("n");
+        return countIn((await access.query(statement, values)).rows, "the approval count");
       }),
     async moveApproval(id, from, move, now) {
       if (!canMoveApproval(from, move.to)) throw new EffectgateError("EG_ILLEGAL_TRANSITION", `approval ${id} cannot move from ${from} to ${move.to}`);

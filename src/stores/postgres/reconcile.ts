@@ -11,7 +11,7 @@ import { checkResolution, evidenceOf, findingFilters } from "../../contracts/fin
 import { FINDING_KINDS, type Confirmation, type Finding, type FindingKind, type LedgerSnapshot, type StoredReceipt } from "../../contracts/findings.js";
 import { type DownstreamRecord } from "../../core/hooks.js";
 import { TRY_AGAIN, type PostgresAccess } from "./access.js";
-import { fieldsOf, type RawRow } from "./rows.js";
+import { countIn, fieldsOf, type RawRow } from "./rows.js";
 import { clockOf, named } from "./statements.js";
 
 const FINDING_COLS = "id, kind, tool, tenant, key, status, source, summary, evidence, first_seen_at, last_seen_at, times_seen, resolved_at, resolution, resolved_by";
@@ -137,9 +137,7 @@ export function postgresReconcileStore(access: PostgresAccess): ReconcileStore {
     countFindings: (query: FindingCountQuery = {}) =>
       op("count reconciliation findings", false, async () => {
         const { where, values } = filtered(query);
-        const [row] = (await access.query(sql.countFindings(where), values)).rows;
-        if (!row) throw new Error("counting findings returned no row");
-        return decoder(row, "the findings count").int("n");
+        return countIn((await access.query(sql.countFindings(where), values)).rows, "the findings count");
       }),
     resolveFinding: async (id, resolution) => {
       checkResolution(resolution);

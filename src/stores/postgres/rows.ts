@@ -17,6 +17,13 @@ export const RAW_TYPES = { getTypeParser: () => (value: string) => value } as un
 
 export type RawRow = Readonly<Record<string, string | null | undefined>>;
 
+/** The `n` of a `SELECT count(*) AS n` query's one row, read as the other fields are (`subject` names it in a damage message). */
+export function countIn(rows: readonly RawRow[], subject: string): number {
+  const [row] = rows;
+  if (!row) throw new Error(`${subject}: the count returned no row`);
+  return fieldsOf(row, subject).int("n");
+}
+
 /** A SQL string literal, for the inspection queries damage messages print. */
 export const literal = (value: string | null | undefined) => `'${(value ?? "?").replaceAll("'", "''")}'`;
 
