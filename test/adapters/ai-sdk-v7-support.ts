@@ -16,38 +16,41 @@ export function toolCalls(...calls: { id: string; name: string; input: unknown }
 export const text = (value: string): Content[] => [{ type: "text", text: value }];
 
 /**
- * A model that answers its nth call with `steps[n]` (the last one again once they run out):
- * tool calls end the step with "tool-calls", anything else with "stop".
+ * The script both models follow: the nth call gets `steps[n]` (the last one again once they run
+ * out), ending with "tool-calls" when it asks for tools and with "stop" otherwise.
  */
-export function scriptedModel(steps: Content[][]): MockLanguageModelV4 {
+function stepper(steps: Content[][]) {
   let n = 0;
-  return new MockLanguageModelV4({
-    doGenerate: async () => {
-      const content = steps[Math.min(n++, steps.length - 1)] ?? [];
-      const calls = content.some((c) => c.type === "tool-call");
-      return { content, finishReason: { unified: calls ? "tool-calls" : "stop", raw: undefined }, usage, warnings: [] };
-    },
-  });
+  return () => {
+    const content = steps[Math.min(n++, steps.length - 1)] ?? [];
+    const finishReason = { unified: content.some((c) => c.type === "tool-call") ? "tool-calls" as const : "stop" as const, raw: undefined };
+    return { content, finishReason };
+  };
+}
+
+/** A model for generateText that follows the script. */
+export function scriptedModel(steps: Content[][]): MockLanguageModelV4 {
+  const next = stepper(steps);
+  return new MockLanguageModelV4({ doGenerate: async () => ({ ...next(), usage, warnings: [] }) });
 }
 
 type StreamPart = Awaited<ReturnType<MockLanguageModelV4["doStream"]>>["stream"] extends ReadableStream<infer P> ? P : never;
 
 /**
  * The same script for streamText: each step is streamed as the SDK's stream parts (a text as its
- * start, one delta and end; a tool call as one part), ending with "tool-calls" or "stop".
+ * start, one delta and end; a tool call as one part).
  */
 export function streamingModel(steps: Content[][]): MockLanguageModelV4 {
-  let n = 0;
+  const next = stepper(steps);
   return new MockLanguageModelV4({
     doStream: async () => {
-      const content = steps[Math.min(n++, steps.length - 1)] ?? [];
-      const calls = content.some((c) => c.type === "tool-call");
+      const { content, finishReason } = next();
       const chunks: StreamPart[] = [{ type: "stream-start", warnings: [] }];
       content.forEach((c, i) => {
         if (c.type === "text") chunks.push({ type: "text-start", id: `t${i}` }, { type: "text-delta", id: `t${i}`, delta: c.text }, { type: "text-end", id: `t${i}` });
         else chunks.push(c as StreamPart);
       });
-      chunks.push({ type: "finish", finishReason: { unified: calls ? "tool-calls" : "stop", raw: undefined }, usage });
+      chunks.push({ type: "finish", finishReason, usage });
       return { stream: simulateReadableStream({ chunks }) };
     },
   });
