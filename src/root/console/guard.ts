@@ -7,24 +7,10 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import { isIP } from "node:net";
+import { foreignRequest } from "../../core/local-server.js";
 import { ApiError } from "./api-error.js";
 
-const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
-
-export function isLoopback(host: string): boolean {
-  if (LOOPBACK_NAMES.has(host.toLowerCase())) return true;
-  return isIP(host) === 4 && host.startsWith("127.");
-}
-
 const digest = (text: string) => createHash("sha256").update(text).digest();
-
-/** The hostname of a Host header value (`127.0.0.1:4820`, `[::1]:4820`, `localhost`). */
-function hostnameOf(hostHeader: string): string {
-  if (hostHeader.startsWith("[")) return hostHeader.slice(0, hostHeader.indexOf("]") + 1);
-  const colon = hostHeader.lastIndexOf(":");
-  return colon < 0 ? hostHeader : hostHeader.slice(0, colon);
-}
 
 export interface GuardOptions {
   readonly token: string;
@@ -34,14 +20,8 @@ export interface GuardOptions {
 
 /** Throws the ApiError a request is refused with; returns when it may go on. */
 export function checkRequest(req: IncomingMessage, options: GuardOptions, needsToken: boolean): void {
-  const host = req.headers.host ?? "";
-  if (!options.allowRemote && !isLoopback(hostnameOf(host))) {
-    throw new ApiError(403, "wrong_host", `this console answers only to its loopback address, not to ${JSON.stringify(host)}`);
-  }
-  const origin = req.headers.origin;
-  if (origin !== undefined && origin !== `http://${host}` && origin !== `https://${host}`) {
-    throw new ApiError(403, "cross_origin", `requests from ${JSON.stringify(origin)} are refused: the console takes requests from its own pages only`);
-  }
+  const foreign = foreignRequest(req, { allowRemote: options.allowRemote, what: "this console" });
+  if (foreign) throw new ApiError(403, foreign.kind, foreign.message);
   const site = req.headers["sec-fetch-site"];
   if (site === "cross-site" || (site === "same-site" && req.method !== "GET")) {
     throw new ApiError(403, "cross_origin", "cross-site requests are refused: the console takes requests from its own pages only");
