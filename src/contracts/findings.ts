@@ -25,8 +25,14 @@ export type FindingKind = (typeof FINDING_KINDS)[number];
 
 export type FindingStatus = "open" | "resolved";
 
-/** Who found a difference: a pull scan (`lookup`) or a pushed receipt (webhook). */
-export type FindingSource = "scan" | "receipt";
+/** Who found a difference: a pull scan (`lookup`), a pushed receipt (webhook), or a tool's reply that came after its call was settled. */
+export const FINDING_SOURCES = ["scan", "receipt", "late_reply"] as const;
+
+export type FindingSource = (typeof FINDING_SOURCES)[number];
+
+export function isFindingSource(value: unknown): value is FindingSource {
+  return (FINDING_SOURCES as readonly unknown[]).includes(value);
+}
 
 /** The ledger's side of a finding, as it stood when the finding was last seen. */
 export interface LedgerSnapshot {

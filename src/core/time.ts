@@ -43,9 +43,9 @@ export function sleepOn(time: TimeSource, ms: number, options?: { readonly backg
 }
 
 /** Resolves after `ms` on `time`, or as soon as `early` settles (either way); the timer is cancelled then. */
-export async function sleepUnless(time: TimeSource, ms: number, early: Promise<unknown> | undefined): Promise<void> {
+export async function sleepUnless(time: TimeSource, ms: number, early: Promise<unknown> | undefined, options?: { readonly background?: boolean }): Promise<void> {
   let handle: TimerHandle | undefined;
-  const slept = new Promise<void>((resolve) => (handle = time.timeout(ms, resolve)));
+  const slept = new Promise<void>((resolve) => (handle = time.timeout(ms, resolve, options)));
   try {
     await (early ? Promise.race([slept, early.then(() => undefined, () => undefined)]) : slept);
   } finally {

@@ -3,7 +3,16 @@ import type { Logger } from "../core/logger.js";
 
 /** An operator alert: something a person should look at, raised without failing the agent's call. */
 export interface Alert {
-  readonly code: "record_failed" | "record_lost_race" | "needs_human" | "breaker_open" | "approval_requested";
+  readonly code:
+    | "record_failed"
+    /** The background writes of an outcome that could not be recorded gave up: the outcome is known only to the alert. */
+    | "record_gave_up"
+    | "record_lost_race"
+    /** A reply arrived after the call was settled and says otherwise (docs/guarantees.md: late replies). */
+    | "late_reply_contradicts"
+    | "needs_human"
+    | "breaker_open"
+    | "approval_requested";
   readonly message: string;
   readonly tenant: string;
   readonly key: string;

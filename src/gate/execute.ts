@@ -22,6 +22,7 @@ import { classifyError, ToolTimeout } from "../core/outcome.js";
 import { backoffMs, MAX_TOOL_STARTS } from "../core/policies.js";
 import { sleepOn, sleepUnless, type TimeSource } from "../core/time.js";
 import { probeUntilKnown, type LateRun } from "./probe-loop.js";
+import { contradicts, reportContradiction } from "./contradiction.js";
 import { record as write } from "./record.js";
 import { inProgressResult, needsHumanResult, type Call, type Runtime } from "./runtime.js";
 
@@ -224,6 +225,8 @@ async function recordSuccess(rt: Runtime, call: Call, held: CallRecord, result: 
   const block = resultBlock(call.toolUseId, renderResult(result), false);
   const done = await write(rt, held, { state: "completed", result, owner: null, error: null }, { block });
   if (done.kind === "lost") {
+    const current = await rt.calls.get(held.tenant, held.key).catch(() => undefined);
+    if (current && contradicts(current, result)) await reportContradiction(rt, current, result, "the reply of a worker that had lost the call");
     rt.alert({
       code: "record_lost_race",
       message: `${held.tool} call ${held.key} completed, but another worker took it over before its result was recorded; check that worker's probe outcome`,
@@ -263,15 +266,28 @@ async function park(rt: Runtime, call: Call, held: CallRecord, reason: string): 
   return block;
 }
 
-/** A reply that came after the call was handed to a human still settles it, never dropped. */
+/**
+ * A reply that came after the call was handed to a human still settles it, never dropped; one that
+ * comes after a person settled it otherwise is a contradiction: a finding and an alert.
+ */
 async function recordLateReply(rt: Runtime, parked: CallRecord, late: LateRun): Promise<void> {
   if (!late.value) return;
+  const result = toJson(late.value.result);
   try {
-    const current = await rt.calls.get(parked.tenant, parked.key);
-    if (current?.state !== "needs_human" && current?.state !== "uncertain") return;
-    await rt.calls.update(current.tenant, current.key, current.version, {
-      state: "completed", result: toJson(late.value.result), owner: null, error: "completed by a reply that arrived after the timeout",
-    });
+    // A few rounds: each miss means the record moved (settled, taken over), and the next read judges the reply against that.
+    for (let round = 0; round < 5; round++) {
+      const current = await rt.calls.get(parked.tenant, parked.key);
+      if (!current) return;
+      if (current.state !== "needs_human" && current.state !== "uncertain") {
+        if (contradicts(current, result)) await reportContradiction(rt, current, result, "a reply that arrived after the timeout");
+        return;
+      }
+      const settled = await rt.calls.update(current.tenant, current.key, current.version, {
+        state: "completed", result, owner: null, error: "completed by a reply that arrived after the timeout",
+      });
+      // Moved meanwhile (a person settled it, another worker took it): judge the reply against what it is now.
+      if (settled) return;
+    }
   } catch (err) {
     rt.alert({
       code: "record_failed",

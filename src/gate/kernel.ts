@@ -9,8 +9,9 @@ import type { ToolResultBlock, ToolUseBlock } from "../core/blocks.js";
 import { EffectgateError } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
 import type { AnyTool } from "../core/tool.js";
-import { realTime, type TimeSource } from "../core/time.js";
+import { realTime, sleepUnless, type TimeSource } from "../core/time.js";
 import type { CallRecord, CallStore } from "../contracts/calls.js";
+import type { ReconcileStore } from "../contracts/reconcile.js";
 import type { Alert, GateStats } from "./alerts.js";
 import type { FaultHook } from "./faults.js";
 import type { Governor } from "./governor.js";
@@ -20,6 +21,7 @@ import type { GateObserver } from "./observe.js";
 import { runObserved } from "./observed.js";
 import { runCall, type CallOverride } from "./pipeline.js";
 import { recover, type CallRecoverySummary } from "./recover.js";
+import { giveUpKept } from "./record.js";
 import { resolveStale, type Resolved, type ResolveOptions } from "./resolve.js";
 import { inflightId, singleFlight, type Call, type Runtime, type ToolPolicy } from "./runtime.js";
 
@@ -30,6 +32,8 @@ export type { CallOverride } from "./pipeline.js";
 
 export interface KernelOptions {
   readonly calls: CallStore;
+  /** Where late replies that contradict a settled record are recorded as findings (the ledger's reconcile store). */
+  readonly findings?: ReconcileStore;
   /** The tools by name (sandboxed ones already wrapped). */
   readonly tools: ReadonlyMap<string, AnyTool>;
   readonly governor?: Governor;
@@ -73,14 +77,27 @@ export interface Kernel {
   drain(): Promise<void>;
   readonly policyFor: (tool: AnyTool) => ToolPolicy;
   readonly alert: (alert: Alert) => void;
-  /** Aborts the tool runs still going after their timeout. */
-  close(): void;
+  /**
+   * Gives background writes up to `drainMs` (default 5 s) to finish, stops those still failing
+   * (each with a `record_gave_up` alert), then aborts the tool runs still going after their timeout.
+   */
+  close(drainMs?: number): Promise<void>;
+}
+
+/** How long close() lets outcomes still being written try, by default. */
+export const DEFAULT_CLOSE_DRAIN_MS = 5_000;
+
+async function drainBackground(rt: Runtime): Promise<void> {
+  while (rt.background.size > 0) await Promise.allSettled([...rt.background]);
 }
 
 export function createKernel(options: KernelOptions): Kernel {
   if (!(options.leaseMs > 0)) throw new EffectgateError("EG_BAD_OPTION", `leaseMs must be a positive number of milliseconds, got ${String(options.leaseMs)}`);
+  let startClosing!: () => void;
+  const closing = { closed: false, promise: new Promise<void>((resolve) => (startClosing = resolve)) };
   const rt: Runtime = {
     calls: options.calls,
+    findings: options.findings,
     governor: options.governor,
     tools: options.tools,
     owner: options.owner ?? newOwnerId(),
@@ -91,6 +108,7 @@ export function createKernel(options: KernelOptions): Kernel {
     inflight: new Map(),
     abandoned: new Set(),
     background: new Set(),
+    closing,
     known: new Map(),
     time: options.time ?? realTime,
     random: options.random,
@@ -114,12 +132,15 @@ export function createKernel(options: KernelOptions): Kernel {
     waitForHolder: (record) => waitForHolder(rt, record, rt.time.monotonic() + rt.waitMs),
     resolveStale: (call, record, resolveOptions) => resolveStale(rt, call, record, resolveOptions),
     recover: (recoverOptions) => recover(rt, recoverOptions),
-    async drain() {
-      while (rt.background.size > 0) await Promise.allSettled([...rt.background]);
-    },
+    drain: () => drainBackground(rt),
     policyFor: rt.policyFor,
     alert: rt.alert,
-    close() {
+    async close(drainMs = DEFAULT_CLOSE_DRAIN_MS) {
+      // Outcomes still being written get their chance first, within a bound: then they stop, each with a record_gave_up alert.
+      if (rt.background.size > 0) await sleepUnless(rt.time, drainMs, drainBackground(rt));
+      closing.closed = true;
+      startClosing();
+      giveUpKept(rt, "the gate was closed first");
       for (const controller of rt.abandoned) controller.abort(new Error("the gate was closed"));
     },
   };

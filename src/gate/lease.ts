@@ -43,11 +43,12 @@ export function keepLease(rt: Runtime, held: CallRecord, confirmedAt: number): L
     if (!check() || renewing) return;
     renewing = true;
     const sentAt = rt.time.monotonic();
-    rt.calls.renewLease(current.tenant, current.key, current.version, rt.owner, rt.leaseMs).then(
-      (ours) => {
-        renewing = false;
+    const sent = current;
+    rt.calls.renewLease(sent.tenant, sent.key, sent.version, rt.owner, rt.leaseMs).then(
+      async (ours) => {
         if (ours) validUntil = Math.max(validUntil, sentAt + rt.leaseMs);
-        else lose(`another worker took ${current.tool} call ${current.key} over (its lease could not be renewed)`);
+        else if (await takenFrom(sent)) lose(`another worker took ${sent.tool} call ${sent.key} over (its lease could not be renewed)`);
+        renewing = false;
       },
       () => {
         // The store did not answer: the lease runs out at validUntil unless a later renewal lands.
@@ -56,6 +57,17 @@ export function keepLease(rt: Runtime, held: CallRecord, confirmedAt: number): L
       },
     );
   });
+  /**
+   * A refused renewal means the record moved past the version it named: another worker took the
+   * call (a new fence, another owner), or this gate's own write got there first (same fence, still
+   * ours or released by us), which is no loss. Unreadable: not known to be lost; the lease runs out
+   * at validUntil unless a later renewal lands.
+   */
+  const takenFrom = async (sent: CallRecord): Promise<boolean> => {
+    const now = await rt.calls.get(sent.tenant, sent.key).catch(() => "unreadable" as const);
+    if (now === "unreadable") return false;
+    return now === undefined || now.fence !== sent.fence || (now.owner !== null && now.owner !== rt.owner);
+  };
   return {
     track(record, sentAt) {
       current = record;

@@ -40,16 +40,16 @@ export interface CallOverride {
 export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, override: CallOverride = {}): Promise<ToolResultBlock> {
   const tool = override.tool ?? rt.tools.get(block.name);
   if (!tool) {
-    return errorResult(block.id, "EG_UNKNOWN_TOOL",
+    return await answeredFromLedger(rt, block, scope, undefined) ?? errorResult(block.id, "EG_UNKNOWN_TOOL",
       `there is no tool named ${JSON.stringify(block.name)}. Available tools: ${[...rt.tools.keys()].join(", ") || "none"}. Nothing was executed.`);
   }
   const checked = await validate(tool.input, block.input);
   if (!checked.ok && checked.threw !== undefined) {
-    return errorResult(block.id, "EG_INVALID_INPUT",
+    return await answeredFromLedger(rt, block, scope, tool) ?? errorResult(block.id, "EG_INVALID_INPUT",
       `the input schema of ${tool.name} threw while validating (${checked.threw}). Nothing was executed.`);
   }
   if (!checked.ok) {
-    return errorResult(block.id, "EG_INVALID_INPUT",
+    return await answeredFromLedger(rt, block, scope, tool) ?? errorResult(block.id, "EG_INVALID_INPUT",
       `the input for ${tool.name} does not match its schema: ${checked.issues.join("; ")}. Nothing was executed; fix the input and call again.`);
   }
   const call: Call = { tool, input: checked.value, hasInput: true, scope, toolUseId: block.id, ...(override.note ? { note: override.note } : {}) };
@@ -62,8 +62,9 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
     const stored = redactInput(block.input, tool.redact);
     return await singleFlight(rt, scope.tenant, key, async () => {
       // What this gate knows and its ledger may not show: never answered by running the tool again.
+      // Memory is no shortcut around the checks: a kept answer is another call's unless its fingerprint and tool are this one's.
       const kept = await flushKept(rt, scope.tenant, key);
-      if (kept) return kept;
+      if (kept) return mismatch(call, print, kept.record) ?? kept.block;
       const unanswered = await ownUnansweredClaim(rt, scope.tenant, key);
       if (unanswered) return unanswered.record.fingerprint === print ? executeHeld(rt, call, unanswered.record, unanswered.confirmedAt) : answerExisting(rt, call, print, unanswered.record);
       const request = {
@@ -133,20 +134,9 @@ async function answerExisting(rt: Runtime, call: Call, print: string, first: Cal
   let record = first;
   const deadline = rt.time.monotonic() + rt.waitMs;
   for (;;) {
-    if (record.fingerprint !== print || record.tool !== call.tool.name) {
-      return errorResult(call.toolUseId, "EG_KEY_MISMATCH",
-        `idempotency key ${record.key} was first used by a call of ${record.tool} with different input ` +
-          `(tool_use ${record.toolUseId}); this call's input differs, so it was neither executed nor answered from that record. ` +
-          `Use a new tool_use id for a different call.`);
-    }
-    if (isSettled(record.state)) {
-      rt.stats.replayed++;
-      if (call.note) {
-        call.note.replayed = true;
-        call.note.state = record.state;
-      }
-      return replayRecord(call.toolUseId, record);
-    }
+    const mismatched = mismatch(call, print, record);
+    if (mismatched) return mismatched;
+    if (isSettled(record.state)) return replayed(rt, call, record);
     if (record.state === "needs_human") return needsHumanResult(call.toolUseId, record);
     const waited = await waitForHolder(rt, record, deadline);
     if (waited.kind === "gone") throw new EffectgateError("EG_LEDGER_CORRUPT", `record ${record.tenant}/${record.key} vanished from ${rt.calls.location}`);
@@ -161,6 +151,61 @@ async function answerExisting(rt: Runtime, call: Call, print: string, first: Cal
       continue;
     }
     record = waited.record;
+  }
+}
+
+/** EG_KEY_MISMATCH when `record` (found under this call's key) is another call's: other input, or another tool. */
+function mismatch(call: { readonly toolUseId: string; readonly tool: { readonly name: string } }, print: string, record: Pick<CallRecord, "fingerprint" | "tool" | "key" | "toolUseId">): ToolResultBlock | undefined {
+  if (record.fingerprint === print && record.tool === call.tool.name) return undefined;
+  return errorResult(call.toolUseId, "EG_KEY_MISMATCH",
+    `idempotency key ${record.key} was first used by a call of ${record.tool} with different input ` +
+      `(tool_use ${record.toolUseId}); this call's input differs, so it was neither executed nor answered from that record. ` +
+      `Use a new tool_use id for a different call.`);
+}
+
+/** A settled record's verbatim answer, counted as a replay. */
+function replayed(rt: Runtime, call: Pick<Call, "toolUseId" | "note">, record: CallRecord): ToolResultBlock {
+  rt.stats.replayed++;
+  if (call.note) {
+    call.note.replayed = true;
+    call.note.state = record.state;
+  }
+  return replayRecord(call.toolUseId, record);
+}
+
+/**
+ * A call the ledger holds is answered from its record, whatever today's tool list or schema says
+ * (a tool renamed, a schema tightened, a date check now in the past): looked up only on this error
+ * path, under the keys the call could have had, so the fast path stays one write. Undefined when
+ * the ledger holds no such call (the validation error is then the truth: nothing was executed).
+ */
+async function answeredFromLedger(rt: Runtime, block: ToolUseBlock, scope: Scope, tool: AnyTool | undefined): Promise<ToolResultBlock | undefined> {
+  const print = fingerprint(block.name, block.input);
+  const call = { toolUseId: block.id, tool: { name: block.name } };
+  try {
+    for (const key of possibleKeys(block, scope, tool)) {
+      const record = await rt.calls.get(scope.tenant, key);
+      if (!record || mismatch(call, print, record)) continue;
+      if (isSettled(record.state)) return replayed(rt, call, record);
+      if (record.state === "needs_human") return needsHumanResult(block.id, record);
+      return inProgressResult(block.id, record,
+        `known to the ledger (${record.state}), but its tool or schema has changed here since it was made, so this worker cannot take it on`);
+    }
+  } catch (err) {
+    return errorResult(block.id, "EG_LEDGER_UNAVAILABLE",
+      `this ${block.name} call cannot run here (its tool or input is refused), and the ledger could not be read to tell whether it ran before (${messageOf(err)}). ` +
+        "Replay this same call once the ledger is reachable.");
+  }
+  return undefined;
+}
+
+/** The keys a call could have been recorded under: its tool's strategy when the tool is known (a key function given the raw input), else the tool_use id and the derived key. */
+function possibleKeys(block: ToolUseBlock, scope: Scope, tool: AnyTool | undefined): string[] {
+  if (!tool) return [...new Set([block.id, deriveKey(scope, block.name, block.input)])];
+  try {
+    return [keyFor(tool, block.input, block, scope)];
+  } catch {
+    return [];
   }
 }
 

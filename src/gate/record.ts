@@ -10,9 +10,10 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import { reasonAfterStart } from "../core/errors.js";
-import { sleepOn } from "../core/time.js";
-import type { ToolResultBlock } from "../core/blocks.js";
+import { sleepUnless } from "../core/time.js";
+import { renderResult, type ToolResultBlock } from "../core/blocks.js";
 import type { CallRecord, RecordUpdate } from "../contracts/calls.js";
+import { contradicts, reportContradiction } from "./contradiction.js";
 import { inflightId, type Runtime } from "./runtime.js";
 
 export type Written =
@@ -70,6 +71,30 @@ function shows(current: CallRecord, held: CallRecord, update: RecordUpdate): boo
     (update.owner === undefined || current.owner === update.owner);
 }
 
+/**
+ * The background writes stop (all retries spent, or the gate closed): the outcome stays known to
+ * this process (a replay here still gets it) and to this alert, which carries it, but the ledger
+ * does not show it: other workers will probe the call, or a person will settle it.
+ */
+function gaveUp(rt: Runtime, held: CallRecord, update: RecordUpdate, why: string): void {
+  const outcome = update.state === "completed" ? `completed with ${renderResult(update.result ?? null).slice(0, 500)}` : update.state;
+  rt.alert({
+    code: "record_gave_up",
+    message: `${held.tool} call ${held.key} ${outcome}, but effectgate stopped trying to record it (${why}). ` +
+      "The ledger still shows it unsettled: its probe will be asked, or a person must settle it with this outcome",
+    tenant: held.tenant, key: held.key, tool: held.tool,
+  });
+}
+
+/** The gate closes: every outcome still kept here stops being written, each with its alert. */
+export function giveUpKept(rt: Runtime, why: string): void {
+  for (const [id, known] of rt.known) {
+    if (known.kind !== "outcome") continue;
+    rt.known.delete(id);
+    gaveUp(rt, known.record, known.update, why);
+  }
+}
+
 function keep(rt: Runtime, held: CallRecord, update: RecordUpdate, block: ToolResultBlock, err: unknown): void {
   const id = inflightId(held);
   rt.known.set(id, { kind: "outcome", record: held, update, block });
@@ -81,14 +106,19 @@ function keep(rt: Runtime, held: CallRecord, update: RecordUpdate, block: ToolRe
   });
   const retrying = (async () => {
     for (let n = 0, pause = RETRY_FIRST_MS; n < RETRIES && rt.known.get(id)?.kind === "outcome"; n++, pause = Math.min(pause * 2, RETRY_MAX_MS)) {
-      await sleepOn(rt.time, pause, { background: true });
-      if (rt.known.get(id)?.kind !== "outcome") return;
+      await sleepUnless(rt.time, pause, rt.closing.promise, { background: true });
+      // Closed: close() has raised the alert for what is still kept.
+      if (rt.known.get(id)?.kind !== "outcome" || rt.closing.closed) return;
       try {
         // Keep the lease meanwhile, so no other worker takes a call whose outcome is known here.
         if (update.owner === null || update.owner === undefined) await rt.calls.renewLease(held.tenant, held.key, held.version, rt.owner, rt.leaseMs).catch(() => false);
         const done = await writeOnce(rt, held, update);
         rt.known.delete(id);
         if (done.kind === "lost") {
+          const current = await rt.calls.get(held.tenant, held.key).catch(() => undefined);
+          if (current && update.state === "completed" && update.result !== undefined && contradicts(current, update.result)) {
+            await reportContradiction(rt, current, update.result, "the outcome this worker kept while its ledger was failing");
+          }
           rt.alert({
             code: "record_lost_race",
             message: `${held.tool} call ${held.key}: another worker took it over before its outcome (${update.state}) could be recorded; check what that worker recorded`,
@@ -100,13 +130,18 @@ function keep(rt: Runtime, held: CallRecord, update: RecordUpdate, block: ToolRe
         // Still failing: try again after a longer pause.
       }
     }
+    if (rt.known.get(id)?.kind === "outcome" && !rt.closing.closed) gaveUp(rt, held, update, `${RETRIES} writes failed`);
   })();
   rt.background.add(retrying);
   void retrying.finally(() => rt.background.delete(retrying));
 }
 
-/** A replay of a call whose outcome is kept here: write it now if the store takes it, and answer with it either way. */
-export async function flushKept(rt: Runtime, tenant: string, key: string): Promise<ToolResultBlock | undefined> {
+/**
+ * A replay of a call whose outcome is kept here: write it now if the store takes it, and answer
+ * with it either way. `record` is the call the outcome belongs to: the caller checks that the
+ * replay is that call (fingerprint and tool) before answering with `block`.
+ */
+export async function flushKept(rt: Runtime, tenant: string, key: string): Promise<{ readonly block: ToolResultBlock; readonly record: CallRecord } | undefined> {
   const id = inflightId({ tenant, key });
   const known = rt.known.get(id);
   if (known?.kind !== "outcome") return undefined;
@@ -117,5 +152,5 @@ export async function flushKept(rt: Runtime, tenant: string, key: string): Promi
   } catch {
     // The background writer keeps trying.
   }
-  return known.block;
+  return { block: known.block, record: known.record };
 }

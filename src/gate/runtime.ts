@@ -3,6 +3,7 @@ import { errorMessage } from "../core/errors.js";
 import type { Scope } from "../core/keys.js";
 import type { AnyTool } from "../core/tool.js";
 import type { CallRecord, CallStore, RecordUpdate } from "../contracts/calls.js";
+import type { ReconcileStore } from "../contracts/reconcile.js";
 import { errorResult, renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import type { ProbePolicy, RetryPolicy } from "../core/policies.js";
 import type { TimeSource } from "../core/time.js";
@@ -20,6 +21,8 @@ export interface ToolPolicy {
 
 export interface Runtime {
   readonly calls: CallStore;
+  /** Where a late reply that contradicts a settled record is recorded as a finding (contradiction.ts); none: an alert only. */
+  readonly findings: ReconcileStore | undefined;
   /** Kill switch, grants, quotas, rate breakers and approvals, between the ledger gate and the claim. */
   readonly governor: Governor | undefined;
   readonly tools: ReadonlyMap<string, AnyTool>;
@@ -38,6 +41,8 @@ export interface Runtime {
   readonly abandoned: Set<AbortController>;
   /** Background work (late replies and outcomes being recorded) that `gate.drain()` waits for. */
   readonly background: Set<Promise<void>>;
+  /** Set once the gate is closing: background work stops waiting and says what it leaves undone. */
+  readonly closing: Closing;
   /**
    * What this gate knows of a call that the ledger does not (yet): an outcome whose write failed
    * and is being retried, or a claim whose reply was lost before the tool started. A replay in
@@ -50,6 +55,12 @@ export interface Runtime {
   readonly random: () => number;
   readonly policyFor: (tool: AnyTool) => ToolPolicy;
   readonly alert: (alert: Alert) => void;
+}
+
+export interface Closing {
+  readonly closed: boolean;
+  /** Resolves when the gate starts closing. */
+  readonly promise: Promise<void>;
 }
 
 /** What this gate knows of a call that its ledger may not show (see known.ts). */

@@ -59,6 +59,11 @@ export interface GateOptions {
   readonly leaseMs?: number;
   /** How long a call waits for a twin held by another worker before answering EG_IN_PROGRESS (default: leaseMs). */
   readonly waitMs?: number;
+  /**
+   * How long `close()` lets outcomes whose ledger write failed keep trying before it stops them,
+   * each with a `record_gave_up` alert (default 5 s). 0 stops them at once.
+   */
+  readonly closeDrainMs?: number;
   /** Default time after which a call's outcome counts as unknown and its probe is asked (default 30 s; tools may override). */
   readonly timeoutMs?: number;
   /** Retry policy per effect class (defaults: read 3 tries with jitter, write 3 where harmless, destructive 1). */
@@ -217,6 +222,7 @@ export function createGate(options: GateOptions): Gate {
     random: options.random ?? Math.random, policyFor: (tool) => policyFor(options, tool),
     ...(options.faults === undefined ? {} : { faults: options.faults }),
     ...(observers.length === 0 ? {} : { observers }),
+    ...(ledger.reconcile ? { findings: ledger.reconcile } : {}),
   });
   const sagas: SagaRuntime = {
     kernel, log: ledger.sagas, location: ledger.location, approveNonCompensable: options.approveNonCompensable,
@@ -263,7 +269,7 @@ export function createGate(options: GateOptions): Gate {
     owner,
     stats,
     async close() {
-      kernel.close();
+      await kernel.close(options.closeDrainMs);
       stopSagaHeartbeats(sagas);
       if (ownsLedger) await ledger.close();
     },

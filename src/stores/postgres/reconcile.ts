@@ -8,7 +8,7 @@
 import type { Json } from "../../core/json.js";
 import type { FindingCountQuery, FindingQuery, ReconcileStore } from "../../contracts/reconcile.js";
 import { checkResolution, evidenceOf, findingFilters } from "../../contracts/finding-rules.js";
-import { FINDING_KINDS, type Confirmation, type Finding, type FindingKind, type LedgerSnapshot, type StoredReceipt } from "../../contracts/findings.js";
+import { FINDING_KINDS, isFindingSource, type Confirmation, type Finding, type FindingKind, type FindingSource, type LedgerSnapshot, type StoredReceipt } from "../../contracts/findings.js";
 import { type DownstreamRecord } from "../../core/hooks.js";
 import { TRY_AGAIN, type PostgresAccess } from "./access.js";
 import { countIn, fieldsOf, type RawRow } from "./rows.js";
@@ -18,12 +18,12 @@ const FINDING_COLS = "id, kind, tool, tenant, key, status, source, summary, evid
 const RECEIPT_COLS = "id, digest, tool, record, received_at, processed_at, outcome";
 const CONFIRMATION_COLS = "tool, tenant, key, ref, source, fields, at";
 
-/** Readers for one row, plus its `source` (scan | receipt). */
+/** Readers for one row, plus its `source` (FINDING_SOURCES). */
 function decoder(row: RawRow, what: string) {
   const f = fieldsOf(row, what);
-  const source = (): "scan" | "receipt" => {
+  const source = (): FindingSource => {
     const value = f.text("source");
-    if (value !== "scan" && value !== "receipt") throw f.bad(`has an unknown source ${JSON.stringify(value)}`);
+    if (!isFindingSource(value)) throw f.bad(`has an unknown source ${JSON.stringify(value)}`);
     return value;
   };
   return { ...f, source };

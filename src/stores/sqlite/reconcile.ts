@@ -6,7 +6,7 @@
  */
 import type Database from "better-sqlite3";
 import type { Json } from "../../core/json.js";
-import { FINDING_KINDS, type Confirmation, type Finding, type FindingKind, type LedgerSnapshot, type StoredReceipt } from "../../contracts/findings.js";
+import { FINDING_KINDS, isFindingSource, type Confirmation, type Finding, type FindingKind, type LedgerSnapshot, type StoredReceipt } from "../../contracts/findings.js";
 import { type DownstreamRecord } from "../../core/hooks.js";
 import type { FindingCountQuery, FindingQuery, ReconcileStore } from "../../contracts/reconcile.js";
 import { checkResolution, evidenceOf, findingFilters } from "../../contracts/finding-rules.js";
@@ -33,7 +33,7 @@ export function decodeFinding(row: FindingRow): Finding {
   const what = `finding ${row.id}`;
   if (!(FINDING_KINDS as readonly string[]).includes(row.kind)) throw new RowDamage(what, `has an unknown kind ${JSON.stringify(row.kind)}`);
   if (row.status !== "open" && row.status !== "resolved") throw new RowDamage(what, `has an unknown status ${JSON.stringify(row.status)}`);
-  if (row.source !== "scan" && row.source !== "receipt") throw new RowDamage(what, `has an unknown source ${JSON.stringify(row.source)}`);
+  if (!isFindingSource(row.source)) throw new RowDamage(what, `has an unknown source ${JSON.stringify(row.source)}`);
   const evidence = parse<{ ledger: LedgerSnapshot | null; downstream: DownstreamRecord[]; differences: Finding["differences"] }>(row.evidence, `${what} evidence`);
   return {
     id: row.id, kind: row.kind as FindingKind, tool: row.tool, tenant: row.tenant, key: row.key, summary: row.summary,
