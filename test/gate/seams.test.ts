@@ -15,6 +15,8 @@ import { createGate, type Gate } from "../../src/root/create-gate.js";
 import { resolveCall } from "../../src/reconcile/queue.js";
 import { memoryLedger } from "../../src/stores/memory/index.js";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
+import { seededRng } from "../../src/testing/explorer/rng.js";
+import { World } from "../../src/testing/explorer/world.js";
 import { tempDir } from "../support/tmp.js";
 import { toolUse } from "../support/tools.js";
 import { join } from "node:path";
@@ -249,5 +251,78 @@ describe("outcomes still being written when the gate closes", () => {
     await gate.close();
     expect(alerts.map((a) => a.code)).not.toContain("record_gave_up");
     expect(await ledger.calls.get("acme", "call_0")).toMatchObject({ state: "completed", result: { sentTo: "alice", n: 1 } });
+  });
+});
+
+describe("on simulated time (the explorer's world: no real waits)", () => {
+  function world() {
+    const w = new World(seededRng(3), true);
+    const run = async <T>(main: Promise<T>): Promise<T> => {
+      expect(await w.run(main), w.trace.join("\n")).toBe("done");
+      return main;
+    };
+    return { w, run };
+  }
+
+  it("the background writer that spends its 40 tries says so with a record_gave_up alert carrying the outcome", async () => {
+    const { w, run } = world();
+    const { ledger, failing } = flakyUpdates(memoryLedger({ clock: w.wall }));
+    const alerts: Alert[] = [];
+    const mail = mailer();
+    const gate = createGate({ ledger, tools: [mail.tool], onAlert: (a) => alerts.push(a), time: w.timeFor(w.process("worker")) });
+    failing.on = true;
+    const [answer] = await run(gate.runToolUses([toolUse("call_0", "send_email", { to: "alice" })], scope));
+    expect(answer!.is_error).toBe(false);
+    await run(gate.drain());
+    expect(alerts.map((a) => a.code)).toEqual(["record_failed", "record_gave_up"]);
+    expect(alerts[1]!.message).toMatch(/stopped trying to record it \(40 writes failed\)/);
+    expect(alerts[1]!.message).toContain(JSON.stringify({ sentTo: "alice", n: 1 }));
+    expect(mail.sent).toEqual(["alice"]);
+  });
+
+  it("a lease renewal that loses the race with the holder's own write is not a lost lease: the probe's 'absent' past the horizon still gets its one re-send", async () => {
+    const { w, run } = world();
+    const base = memoryLedger({ clock: w.wall });
+    // The renewal sent at 100 ms reaches the store only after the holder's next write (its "uncertain" at 150 ms) committed.
+    let written!: () => void;
+    const holderWrote = new Promise<void>((resolve) => (written = resolve));
+    const calls = new Proxy(base.calls, {
+      get(target, name, receiver) {
+        if (name === "renewLease") {
+          return async (...args: Parameters<CallStore["renewLease"]>) => {
+            await holderWrote;
+            return target.renewLease(...args);
+          };
+        }
+        if (name === "update") {
+          return async (...args: Parameters<CallStore["update"]>) => {
+            const out = await target.update(...args);
+            written();
+            return out;
+          };
+        }
+        const member: unknown = Reflect.get(target, name, receiver);
+        return typeof member === "function" ? (member as (...a: unknown[]) => unknown).bind(target) : member;
+      },
+    });
+    const applied: string[] = [];
+    const alerts: Alert[] = [];
+    const charge = defineTool({
+      name: "charge", effect: "write", input: z.object({ id: z.string() }), timeoutMs: 150, settleMs: 0,
+      // The first request is lost on the way (never applied, no reply; the run ends when aborted); the re-send goes through.
+      execute: ({ id }, ctx) => ctx.attempt === 1
+        ? new Promise((_resolve, reject) => ctx.signal.addEventListener("abort", () => reject(new Error("aborted"))))
+        : (applied.push(id), { charged: id }),
+      probe: async ({ id }) => (applied.includes(id) ? { status: "done", result: { charged: id } } : { status: "absent" }),
+    });
+    const gate = createGate({
+      ledger: { ...base, calls }, tools: [charge], leaseMs: 300, onAlert: (a) => alerts.push(a),
+      probe: { attempts: 3, initialDelayMs: 10, maxDelayMs: 10 }, time: w.timeFor(w.process("worker")),
+    });
+    const [answer] = await run(gate.runToolUses([toolUse("toolu_1", "charge", { id: "c-1" })], scope));
+    expect(answer).toMatchObject({ is_error: false, content: JSON.stringify({ charged: "c-1" }) });
+    expect(alerts.map((a) => a.code)).not.toContain("record_lost_race");
+    expect(await base.calls.get("acme", "toolu_1")).toMatchObject({ state: "completed" });
+    expect(applied).toEqual(["c-1"]);
   });
 });
