@@ -32,6 +32,7 @@ export function newRecord(request: ClaimRequest, now: number, claimToken: string
     task: request.task,
     toolUseId: request.toolUseId,
     fingerprint: request.fingerprint,
+    intent: request.intent ?? request.fingerprint,
     input: request.input,
     inputRedacted: request.inputRedacted,
     state: "in_progress",
@@ -59,12 +60,12 @@ export const REPEATED_UNSETTLED = ["in_progress", "uncertain", "needs_human"] as
 
 /** The repeat query a claim unless repeated asks: the calls its request would repeat. */
 export function repeatQueryOf(request: ClaimRequest, windowMs: number): RepeatQuery {
-  return { tenant: request.tenant, task: request.task, fingerprint: request.fingerprint, key: request.key, windowMs };
+  return { tenant: request.tenant, task: request.task, intent: request.intent ?? request.fingerprint, key: request.key, windowMs };
 }
 
-/** The repeat rule (CallStore.findRepeat): same tenant, task and fingerprint, another key, unsettled or completed within the window. */
+/** The repeat rule (CallStore.findRepeat): same tenant, task and intent, another key, unsettled or completed within the window. */
 export function isRepeatOf(record: CallRecord, query: RepeatQuery, now: number): boolean {
-  if (record.tenant !== query.tenant || record.task !== query.task || record.fingerprint !== query.fingerprint || record.key === query.key) return false;
+  if (record.tenant !== query.tenant || record.task !== query.task || record.intent !== query.intent || record.key === query.key) return false;
   if ((REPEATED_UNSETTLED as readonly string[]).includes(record.state)) return true;
   return record.state === "completed" && record.updatedAt >= now - query.windowMs;
 }

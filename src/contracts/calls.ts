@@ -29,6 +29,12 @@ export interface CallRecord {
   readonly toolUseId: string;
   /** SHA-256 of the canonical {tool, input}: same key + different fingerprint is a mismatch. */
   readonly fingerprint: string;
+  /**
+   * SHA-256 of the canonical {tool, input the tool runs with} (the input as its schema parsed it:
+   * fields it strips dropped, defaults filled in): what the intent windows compare (ToolSpec.repeats).
+   * The fingerprint where the claim gave none, and in records made before schema version 9.
+   */
+  readonly intent: string;
   /** The input as stored (fields the tool marks `redact` replaced by "[redacted]"). */
   readonly input: Json;
   readonly inputRedacted: boolean;
@@ -68,6 +74,8 @@ export interface CallRecord {
 
 /** What a claim writes: the call's identity and input, and who holds it for how long (a new record is `in_progress`, attempt 1). */
 export type ClaimRequest = Pick<CallRecord, "tenant" | "key" | "tool" | "effect" | "task" | "toolUseId" | "fingerprint" | "input" | "inputRedacted"> & {
+  /** The call's intent (CallRecord.intent); the fingerprint when not given. */
+  readonly intent?: string;
   readonly owner: string;
   readonly leaseMs: number;
   /** The fence the record starts with (default 1; the Idempotency-Key middleware records its caller's). */
@@ -81,14 +89,15 @@ export type ClaimResult =
   | { readonly claimed: false; readonly record: CallRecord };
 
 /**
- * An earlier call a new one repeats (the same tenant, task and fingerprint under another key): one
+ * An earlier call a new one repeats (the same tenant, task and intent under another key): one
  * still unsettled (`in_progress`, `uncertain`, `needs_human`) whatever its age, or one `completed`
  * at most `windowMs` ago (its last change, on the store's clock). See ToolSpec.repeats.
  */
 export interface RepeatQuery {
   readonly tenant: string;
   readonly task: string;
-  readonly fingerprint: string;
+  /** The new call's intent (CallRecord.intent). */
+  readonly intent: string;
   /** The new call's own key: a record is never a repeat of itself. */
   readonly key: string;
   readonly windowMs: number;
@@ -222,7 +231,7 @@ export interface CallStore {
   findRepeat?(query: RepeatQuery): Promise<CallRecord | undefined>;
   /**
    * `claim`, made only while the call repeats no earlier one (`findRepeat` with this request's
-   * tenant, task, fingerprint and key): the check is atomic with the claim, so of two calls with
+   * tenant, task, intent and key): the check is atomic with the claim, so of two calls with
    * one input racing from two processes at most one is claimed and the other is told it repeats it.
    */
   claimUnlessRepeated?(request: ClaimRequest, windowMs: number): Promise<ClaimResult | Repeated>;

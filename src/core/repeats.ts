@@ -6,6 +6,8 @@
  * tenant, same tool) that completed within the window, or whose outcome is not settled yet.
  */
 import type { EffectClass } from "./effect-class.js";
+import { toJson } from "./json.js";
+import { fingerprint } from "./keys.js";
 
 export type RepeatAction =
   /** Answer with the earlier call's result (and say so); the tool does not run. */
@@ -58,4 +60,14 @@ export function repeatsProblem(effect: EffectClass, repeats: unknown): string | 
 /** The line put before a collapsed call's result wherever the model reads text: it says the call was answered, not run. */
 export function collapsedPreamble(said: string): string {
   return `[effectgate: ${said}. That call's result:]\n`;
+}
+
+/**
+ * A call's intent: the fingerprint of the input its tool runs with (as the schema parsed it: fields
+ * it strips dropped, defaults spelt out), so a re-plan that differs from the first call only in
+ * what the schema throws away or fills in is the same intent. The key-mismatch check keeps the
+ * fingerprint of what was sent.
+ */
+export function intentOf(tool: string, validated: unknown): string {
+  return fingerprint(tool, toJson(validated));
 }

@@ -26,7 +26,7 @@ import { ownUnansweredClaim } from "./known.js";
 import type { CallNote } from "./observe.js";
 import { flushKept } from "./record.js";
 import { repeatMethods, runUnlessRepeated } from "./repeats.js";
-import { repeatPolicyOf } from "../core/repeats.js";
+import { intentOf, repeatPolicyOf } from "../core/repeats.js";
 import { inflightId, inProgressResult, needsHumanResult, noteApproval, replayRecord, singleFlight, type Call, type Runtime } from "./runtime.js";
 
 /** Runs a call with this idempotency key instead of the tool's own key strategy, and/or with this tool instead of the registered one of that name. */
@@ -67,9 +67,12 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
       if (kept) return mismatch(call, print, kept.record) ?? kept.block;
       const unanswered = await ownUnansweredClaim(rt, scope.tenant, key);
       if (unanswered) return unanswered.record.fingerprint === print ? executeHeld(rt, call, unanswered.record, unanswered.confirmedAt) : answerExisting(rt, call, print, unanswered.record);
+      const repeats = repeatPolicyOf(tool);
       const request = {
         tenant: scope.tenant, key, tool: tool.name, effect: tool.effect, task: scope.task, toolUseId: block.id,
         fingerprint: print, input: stored.value as Json, inputRedacted: stored.redacted, owner: rt.owner, leaseMs: rt.leaseMs,
+        // Only a tool with an intent window compares intents; for the rest the fingerprint stands for it.
+        ...(repeats ? { intent: intentOf(tool.name, checked.value) } : {}),
       };
       const claimed = async <T>(write: () => Promise<T>): Promise<T> => {
         try {
@@ -81,7 +84,6 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
         }
       };
       const governed = rt.governor ? { tool, input: checked.value, rawInput: block.input, storedInput: stored.value as Json, key, scope, toolUseId: block.id } : undefined;
-      const repeats = repeatPolicyOf(tool);
       const repeatStore = repeats && repeatMethods(rt.calls);
       if (repeats && repeatStore) {
         return runUnlessRepeated(rt, call, {

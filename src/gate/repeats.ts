@@ -9,7 +9,7 @@
  */
 import { errorMessage } from "../core/errors.js";
 import { errorResult, renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
-import { collapsedPreamble, repeatPolicyOf, type RepeatAction } from "../core/repeats.js";
+import { collapsedPreamble, intentOf, repeatPolicyOf, type RepeatAction } from "../core/repeats.js";
 import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, RepeatQuery, Repeated } from "../contracts/calls.js";
 import { executeHeld } from "./execute.js";
 import type { GovernedCall, Governor } from "./governor.js";
@@ -58,7 +58,7 @@ export async function runUnlessRepeated(rt: Runtime, call: Call, c: RepeatableCa
     const screened = await rt.governor.screen(c.governed);
     if (!screened.ok) return resultBlock(call.toolUseId, screened.message, true);
   }
-  let earlier = await store.find({ tenant: request.tenant, task: request.task, fingerprint: request.fingerprint, key: request.key, windowMs: policy.windowMs });
+  let earlier = await store.find({ tenant: request.tenant, task: request.task, intent: request.intent ?? request.fingerprint, key: request.key, windowMs: policy.windowMs });
   for (;;) {
     if (earlier && policy.action !== "approve") return answerRepeat(rt, call, c, earlier, policy.action);
     const reasons = await approvalReasons(earlier, rt.governor, c.governed);
@@ -106,11 +106,12 @@ export type RepeatJudgement =
   | { readonly kind: "answered" }
   | { readonly kind: "ask"; readonly reasons: readonly string[] };
 
-export async function judgeRepeat(calls: CallStore, governor: Governor | undefined, governed: GovernedCall, print: string): Promise<RepeatJudgement> {
+export async function judgeRepeat(calls: CallStore, governor: Governor | undefined, governed: GovernedCall): Promise<RepeatJudgement> {
   const policy = repeatPolicyOf(governed.tool);
   const store = policy && repeatMethods(calls);
   if (!policy || !store) return { kind: "none" };
-  const earlier = await store.find({ tenant: governed.scope.tenant, task: governed.scope.task, fingerprint: print, key: governed.key, windowMs: policy.windowMs });
+  const intent = intentOf(governed.tool.name, governed.input);
+  const earlier = await store.find({ tenant: governed.scope.tenant, task: governed.scope.task, intent, key: governed.key, windowMs: policy.windowMs });
   if (earlier && policy.action !== "approve") return { kind: "answered" };
   const reasons = policy.action === "approve" ? await approvalReasons(earlier, governor, governed) : undefined;
   return reasons ? { kind: "ask", reasons } : { kind: "none" };

@@ -7,7 +7,7 @@
 import { errorCodeOf, type ToolResultBlock } from "../core/blocks.js";
 import { EffectgateError } from "../core/errors.js";
 import { toJson, type Json } from "../core/json.js";
-import { fingerprint, type Scope } from "../core/keys.js";
+import { type Scope } from "../core/keys.js";
 import type { AnyTool, ToolContext } from "../core/tool.js";
 import type { Kernel } from "../gate/kernel.js";
 import { prepareCall } from "../gate/prepare.js";
@@ -109,7 +109,7 @@ export function toolCallSurface(kernel: Kernel, governance: Governance, checkSco
     // replay path); its request is reported as it stands (consumed), since SDKs re-check approval before they replay.
     const known = prepared.call.tool.effect !== "read" && (await kernel.calls.get(scope.tenant, prepared.call.key)) !== undefined;
     // The repeats policy is asked too, as the pipeline will ask it: a repeat it answers needs nobody, one it puts before a person is asked here.
-    const repeat = known ? { kind: "none" as const } : await judgeRepeat(kernel.calls, governance, prepared.call, fingerprint(call.name, call.input));
+    const repeat = known ? { kind: "none" as const } : await judgeRepeat(kernel.calls, governance, prepared.call);
     if (repeat.kind === "answered") return { state: "not_needed" };
     const governed = repeat.kind === "ask" ? { ...prepared.call, approvalReasons: repeat.reasons } : prepared.call;
     return governance.approvalStatus(governed, { file: !known && (options.file ?? true), known });

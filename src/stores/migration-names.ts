@@ -12,4 +12,5 @@ export const MIGRATION_NAMES = [
   "fences and send times",
   "call search and intent windows",
   "approval requests by key",
+  "call intents",
 ] as const;

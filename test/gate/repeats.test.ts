@@ -10,6 +10,9 @@ import type { RepeatPolicy } from "../../src/core/repeats.js";
 import type { StandardSchemaV1 } from "../../src/core/standard-schema.js";
 import { createGate } from "../../src/root/create-gate.js";
 import { memoryLedger } from "../../src/stores/memory/index.js";
+import { sqliteLedger } from "../../src/stores/sqlite/index.js";
+import { tempDir } from "../support/tmp.js";
+import { join } from "node:path";
 import { decideApproval } from "../../src/governance/approvals.js";
 import { awaitingApproval } from "../../src/governance/awaiting.js";
 import type { Stores } from "../../src/contracts/stores.js";
@@ -17,6 +20,7 @@ import type { CallStore } from "../../src/contracts/calls.js";
 import { effects, manualClock, use, type Effects } from "../governance/support.js";
 
 const scope = { tenant: "acme", task: "order-7" };
+const dir = tempDir("effectgate-repeats-");
 const MINUTE = 60_000;
 const payment = { customer: "cus_1", amount: 4200 };
 
@@ -275,4 +279,41 @@ describe("approvalFor asks the repeats policy as the pipeline will", () => {
     expect(await gate.ledger.governance!.listApprovals({ state: "pending" })).toEqual([]);
     expect(fx.count()).toBe(1);
   });
+});
+
+describe("the intent is what the tool runs with, not what the model sent (issue 23, defect 6)", () => {
+  // currency has a default and the schema strips fields it does not know: three spellings, one payment.
+  const refund = (fx: Effects) => defineTool({
+    name: "refund", effect: "write",
+    input: z.object({ order: z.string(), amount: z.number(), currency: z.string().default("EUR") }),
+    repeats: { action: "collapse" },
+    async execute(input: { order: string; amount: number; currency: string }, ctx: { idempotencyKey: string }) {
+      fx.log.push(`refund:${ctx.idempotencyKey}`);
+      return { refundId: `re_${fx.count()}`, ...input };
+    },
+  });
+  const ledgers: [string, (clock: () => number) => Stores][] = [
+    ["memory", (clock) => memoryLedger({ clock })],
+    ["SQLite", (clock) => sqliteLedger(join(dir, `intent-${Math.random().toString(36).slice(2)}.db`), { clock })],
+  ];
+  for (const [name, ledgerOf] of ledgers) {
+    it(`${name}: a re-plan that spells out a default or adds a field the schema strips is collapsed, not paid again`, async () => {
+      const { fx, ledger, run } = setup((f) => [refund(f) as unknown as ReturnType<typeof defineTool>], ledgerOf);
+      const first = await run("toolu_1", "refund", { order: "o-1", amount: 30 });
+      expect(first.is_error).toBe(false);
+      const spelledOut = await run("toolu_2", "refund", { amount: 30, currency: "EUR", order: "o-1" });
+      const extraField = await run("toolu_3", "refund", { order: "o-1", amount: 30, reason: "customer asked again" });
+      for (const again of [spelledOut, extraField]) {
+        expect(again.content).toMatch(/^\[effectgate: this refund call repeats call toolu_1 /);
+        expect(again.content).toContain('"refundId":"re_1"');
+      }
+      expect(fx.log).toEqual(["refund:toolu_1"]);
+      // What was sent is still what the key-mismatch check compares: the same id with another spelling is a mismatch.
+      expect((await run("toolu_1", "refund", { order: "o-1", amount: 30, currency: "EUR" })).content).toMatch(/^EG_KEY_MISMATCH\b/);
+      // Another currency is another refund.
+      await run("toolu_4", "refund", { order: "o-1", amount: 30, currency: "USD" });
+      expect(fx.count()).toBe(2);
+      await ledger.close();
+    });
+  }
 });

@@ -73,14 +73,14 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
   /** A claim's named values. */
   const claimValues = (request: ClaimRequest) => ({
     tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect, task: request.task,
-    tool_use_id: request.toolUseId, fingerprint: request.fingerprint, input: JSON.stringify(request.input),
+    tool_use_id: request.toolUseId, fingerprint: request.fingerprint, intent: request.intent ?? null, input: JSON.stringify(request.input),
     input_redacted: request.inputRedacted, owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null,
     claim_token: newClaimToken(),
   });
 
   /**
    * The claim unless repeated, in a transaction that first takes an advisory lock on the call's
-   * (tenant, task, fingerprint): under READ COMMITTED two INSERTs … WHERE NOT EXISTS from two
+   * (tenant, task, intent): under READ COMMITTED two INSERTs … WHERE NOT EXISTS from two
    * workers would each miss the other's uncommitted row; with the lock the second one's statement
    * starts after the first committed, and its snapshot holds the first one's claim.
    */
@@ -91,7 +91,7 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
     await client.query("BEGIN");
     try {
       if (access.durability === "process") await client.query("SET LOCAL synchronous_commit TO off");
-      await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [JSON.stringify([request.tenant, request.task, request.fingerprint])]);
+      await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [JSON.stringify([request.tenant, request.task, repeatQueryOf(request, windowMs).intent])]);
       const inserted = decoded((await q(sql.claimUnlessRepeated, { ...claimValues(request), window_ms: windowMs })).rows);
       let out: ClaimResult | Repeated | undefined;
       if (inserted) out = { claimed: true, record: inserted };

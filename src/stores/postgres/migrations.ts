@@ -218,6 +218,13 @@ export const MIGRATIONS: readonly Migration[] = [
     description: "approval requests by key",
     sql: (s) => `CREATE INDEX approvals_by_key ON ${s}.approvals (key);`,
   },
+  {
+    // A call's intent (the fingerprint of the input its tool runs with), which intent windows
+    // compare. Rows before it have none: their fingerprint stands for it (sql/call-statements.ts REPEATS).
+    version: 9,
+    description: "call intents",
+    sql: (s) => `ALTER TABLE ${s}.calls ADD COLUMN intent text;`,
+  },
 ];
 
 /**

@@ -17,6 +17,7 @@ import { killSwitchLookups } from "./kill-switch-lookups.js";
 const CALL_COLUMNS = [
   "tenant", "key", "tool", "effect", "task", "tool_use_id", "fingerprint", "input", "input_redacted", "state", "result",
   "error", "owner", "lease_expires_at", "attempts", "fence", "started_at", "claim_token", "version", "created_at", "updated_at",
+  "intent",
 ] as const;
 const COLS = CALL_COLUMNS.join(", ");
 
@@ -29,8 +30,11 @@ const LEASE_RAN_OUT = `(owner IS NULL OR lease_expires_at IS NULL OR lease_expir
 /** The last moment the holder being replaced could have sent a request (contracts/call-rules.ts `takeOverRecord`). */
 const LAST_POSSIBLE_SEND = `(CASE WHEN owner IS NULL THEN started_at WHEN lease_expires_at IS NULL OR lease_expires_at > {now} THEN {now} ELSE lease_expires_at END)`;
 
-/** The repeat rule (contracts/call-rules.ts `isRepeatOf`) for the row `r`; walks calls_by_task (a task holds few calls). */
-const REPEATS = `r.tenant = :tenant:text AND r.task = :task:text AND r.fingerprint = :fingerprint:text AND r.key <> :key:text
+/**
+ * The repeat rule (contracts/call-rules.ts `isRepeatOf`) for the row `r`; walks calls_by_task (a
+ * task holds few calls). A row from before migration 9 has no intent: its fingerprint stands for it.
+ */
+const REPEATS = `r.tenant = :tenant:text AND r.task = :task:text AND coalesce(r.intent, r.fingerprint) = :intent:text AND r.key <> :key:text
   AND (r.state IN ${inList(REPEATED_UNSETTLED)} OR (r.state = 'completed' AND r.updated_at >= {now} - :window_ms:bigint))`;
 
 /**
@@ -121,7 +125,7 @@ const ANSWERED = ":state:text, :result:json, :error:text, NULL, NULL, 0";
 const insertCall = (where: string, stateAndHolder: string = CLAIMED) => `INSERT INTO {calls} (${COLS})
    SELECT :tenant:text, :key:text, :tool:text, :effect:text, :task:text, :tool_use_id:text, :fingerprint:text, :input:json,
      :input_redacted:boolean, ${stateAndHolder}, coalesce(:fence:bigint, 1), {now},
-     :claim_token:text, 1, {now}, {now}
+     :claim_token:text, 1, {now}, {now}, coalesce(:intent:text, :fingerprint:text)
    {from_clock} WHERE ${where}
    ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`;
 
@@ -239,7 +243,7 @@ export function updateValues(
 
 /** A repeat query's named values (findRepeat; claimUnlessRepeated takes window_ms beside the claim's). */
 export function repeatValues(query: RepeatQuery): Record<string, unknown> {
-  return { tenant: query.tenant, task: query.task, fingerprint: query.fingerprint, key: query.key, window_ms: query.windowMs };
+  return { tenant: query.tenant, task: query.task, intent: query.intent, key: query.key, window_ms: query.windowMs };
 }
 
 /**

@@ -119,6 +119,9 @@ const SQL: readonly string[] = [
   // 8: a call's approval requests (ApprovalQuery.key: the console's call detail), without reading
   // every request of its tenant. Written once per request, so it costs the gate nothing per call.
   `CREATE INDEX approvals_by_key ON approvals (key);`,
+  // 9: a call's intent (the fingerprint of the input its tool runs with), which intent windows
+  // compare. Rows before it have none: their fingerprint stands for it (sql/call-statements.ts REPEATS).
+  `ALTER TABLE calls ADD COLUMN intent TEXT;`,
 ];
 
 export interface Migration {

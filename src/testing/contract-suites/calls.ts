@@ -522,9 +522,9 @@ export const callsSuite: ContractSuiteDefinition = {
       return { find: calls.findRepeat.bind(calls), claim: calls.claimUnlessRepeated.bind(calls), answer: calls.claimAnswered.bind(calls) };
     };
     const HOUR = 3_600_000;
-    const repeatOf = (key: string, windowMs = HOUR) => ({ tenant: "acme", task: "task-1", fingerprint: "fp-1", key, windowMs });
+    const repeatOf = (key: string, windowMs = HOUR) => ({ tenant: "acme", task: "task-1", intent: "fp-1", key, windowMs });
 
-    test("a repeat is the same tenant, task and fingerprint under another key: unsettled at any age, completed only within the window", async () => {
+    test("a repeat is the same tenant, task and intent under another key: unsettled at any age, completed only within the window", async () => {
       const { find } = repeatMethods();
       expect(await find(repeatOf("toolu_new"))).toBeUndefined();
       await ledger.calls.claim(claimRequest({ key: "toolu_1" }));
@@ -533,7 +533,7 @@ export const callsSuite: ContractSuiteDefinition = {
       expect(await find(repeatOf("toolu_1"))).toBeUndefined();
       expect(await find({ ...repeatOf("toolu_new"), tenant: "globex" })).toBeUndefined();
       expect(await find({ ...repeatOf("toolu_new"), task: "task-2" })).toBeUndefined();
-      expect(await find({ ...repeatOf("toolu_new"), fingerprint: "fp-2" })).toBeUndefined();
+      expect(await find({ ...repeatOf("toolu_new"), intent: "fp-2" })).toBeUndefined();
       // Unsettled at any age: a window that ended an hour ago still finds it.
       expect(await find(repeatOf("toolu_new", -HOUR))).toMatchObject({ key: "toolu_1" });
       await ledger.calls.update("acme", "toolu_1", 1, { state: "needs_human", error: "unknown", owner: null });
@@ -545,9 +545,24 @@ export const callsSuite: ContractSuiteDefinition = {
       // A failed call is no repeat (nothing happened); a compensated one neither (it was undone).
       await ledger.calls.claim(claimRequest({ key: "toolu_f", fingerprint: "fp-f" }));
       await ledger.calls.update("acme", "toolu_f", 1, { state: "failed", error: "declined", owner: null });
-      expect(await find({ ...repeatOf("toolu_new"), fingerprint: "fp-f" })).toBeUndefined();
+      expect(await find({ ...repeatOf("toolu_new"), intent: "fp-f" })).toBeUndefined();
       await ledger.calls.update("acme", "toolu_1", 3, { state: "compensated" });
       expect(await find(repeatOf("toolu_new"))).toBeUndefined();
+    });
+
+    test("the intent decides a repeat, not the fingerprint of what was sent; a claim without one has its fingerprint as intent", async () => {
+      const { find, claim } = repeatMethods();
+      // Two inputs as sent (fingerprints differ: one spelt out a default), one input as the tool runs it (the intent).
+      const first = await ledger.calls.claim(claimRequest({ key: "toolu_1", fingerprint: "fp-sent-1", intent: "intent-1" }));
+      expect(first.record).toMatchObject({ fingerprint: "fp-sent-1", intent: "intent-1" });
+      expect(await ledger.calls.get("acme", "toolu_1")).toMatchObject({ fingerprint: "fp-sent-1", intent: "intent-1" });
+      expect(await find({ ...repeatOf("toolu_new"), intent: "intent-1" })).toMatchObject({ key: "toolu_1" });
+      expect(await find({ ...repeatOf("toolu_new"), intent: "fp-sent-1" })).toBeUndefined();
+      expect(await claim(claimRequest({ key: "toolu_2", toolUseId: "toolu_2", fingerprint: "fp-sent-2", intent: "intent-1" }), HOUR))
+        .toMatchObject({ claimed: false, repeats: { key: "toolu_1" } });
+      expect(await claim(claimRequest({ key: "toolu_3", toolUseId: "toolu_3", fingerprint: "fp-sent-1", intent: "intent-3" }), HOUR)).toMatchObject({ claimed: true });
+      const plain = await ledger.calls.claim(claimRequest({ key: "toolu_4", task: "task-2", fingerprint: "fp-plain" }));
+      expect(plain.record.intent).toBe("fp-plain");
     });
 
     test("the earliest repeated call is the one named", async () => {
@@ -596,7 +611,7 @@ export const callsSuite: ContractSuiteDefinition = {
       expect(await answer(claimRequest({ key: "toolu_live" }), { state: "completed", result: { forged: true }, error: null }))
         .toMatchObject({ claimed: false, record: { key: "toolu_live", state: "in_progress", result: null, version: 1 } });
       // A collapsed answer is itself a completed call: a third call with that input repeats the first completed one.
-      expect(await find({ ...repeatOf("toolu_d"), fingerprint: "fp-c" })).toMatchObject({ key: "toolu_c" });
+      expect(await find({ ...repeatOf("toolu_d"), intent: "fp-c" })).toMatchObject({ key: "toolu_c" });
     });
 
     test("an input with a \"__proto__\" key reads back as data, in the same JSON", async () => {
