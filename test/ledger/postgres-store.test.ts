@@ -352,9 +352,9 @@ describe("postgres ledger: cost per call does not grow with the ledger", () => {
     const schema = db.freshSchema();
     await migratePostgres(db.url, schema);
     await db.sql(
-      `INSERT INTO "${schema}".calls (tenant, key, tool, effect, task, tool_use_id, fingerprint, input, input_redacted, state,
+      `INSERT INTO "${schema}".calls (tenant, key, tool, effect, task, tool_use_id, fingerprint, intent, input, input_redacted, state,
          result, error, owner, lease_expires_at, attempts, version, created_at, updated_at)
-       SELECT 't' || (i % 50), 'k' || i, 'create_ticket', 'write', 'task', 'k' || i, 'fp', '{}', false,
+       SELECT 't' || (i % 50), 'k' || i, 'create_ticket', 'write', 'task', 'k' || i, 'fp', 'fp', '{}', false,
          CASE WHEN i % 1000 = 0 THEN 'in_progress' ELSE 'completed' END, '{}', NULL, NULL, NULL, 1, 2, i, i
        FROM generate_series(1, 50000) AS i`,
     );
@@ -363,7 +363,7 @@ describe("postgres ledger: cost per call does not grow with the ledger", () => {
     const bound = (compiled: CompiledSql, values: Record<string, unknown>): [string, unknown[]] => [compiled.text, positional(compiled, values)];
     const plans: Record<string, [string, unknown[]]> = {
       claim: bound(sql.claim, {
-        tenant: "t1", key: "k1", tool: "x", effect: "write", task: "t", tool_use_id: "k1", fingerprint: "fp", input: "{}",
+        tenant: "t1", key: "k1", tool: "x", effect: "write", task: "t", tool_use_id: "k1", fingerprint: "fp", intent: "fp", input: "{}",
         input_redacted: false, owner: "w", lease_ms: 1000, fence: null, claim_token: "t",
       }),
       get: bound(sql.get, { tenant: "t1", key: "k1" }),
@@ -373,7 +373,7 @@ describe("postgres ledger: cost per call does not grow with the ledger", () => {
       remove: bound(sql.remove, { tenant: "t1", key: "k1", version: 2, claim_token: "t" }),
       unsettled: bound(sql.unsettled, { live: true, limit: 100 }),
       // Intent windows: a task's calls (calls_by_task), on every write of a tool with a repeats policy.
-      findRepeat: bound(sql.findRepeat, { tenant: "t7", task: "task", fingerprint: "fp", key: "k1", window_ms: 60_000 }),
+      findRepeat: bound(sql.findRepeat, { tenant: "t7", task: "task", intent: "fp", key: "k1", window_ms: 60_000 }),
       ...Object.fromEntries(Object.entries({
         byKey: { key: "k1" },
         // Ledger search (the console): every filter walks an index (calls_by_task, calls_by_created, the primary key), never the table.

@@ -29,9 +29,9 @@ describe("postgres reconciliation: a scan's reads walk indexes, whatever the led
     await migratePostgres(pg.url, schema);
     const s = `"${schema}"`;
     await pg.sql(
-      `INSERT INTO ${s}.calls (tenant, key, tool, effect, task, tool_use_id, fingerprint, input, input_redacted, state,
+      `INSERT INTO ${s}.calls (tenant, key, tool, effect, task, tool_use_id, fingerprint, intent, input, input_redacted, state,
          result, error, owner, lease_expires_at, attempts, version, created_at, updated_at)
-       SELECT 't' || (i % 50), 'k' || i, CASE WHEN i % 2 = 0 THEN 'charge_card' ELSE 'send_email' END, 'write', 'task', 'k' || i, 'fp', '{}', false,
+       SELECT 't' || (i % 50), 'k' || i, CASE WHEN i % 2 = 0 THEN 'charge_card' ELSE 'send_email' END, 'write', 'task', 'k' || i, 'fp', 'fp', '{}', false,
          CASE WHEN i % 1000 = 0 THEN 'in_progress' ELSE 'completed' END, '{}', NULL, NULL, NULL, 1, 2, i, i
        FROM generate_series(1, 50000) AS i`,
     );

@@ -73,7 +73,7 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
   /** A claim's named values. */
   const claimValues = (request: ClaimRequest) => ({
     tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect, task: request.task,
-    tool_use_id: request.toolUseId, fingerprint: request.fingerprint, intent: request.intent ?? null, input: JSON.stringify(request.input),
+    tool_use_id: request.toolUseId, fingerprint: request.fingerprint, intent: request.intent ?? request.fingerprint, input: JSON.stringify(request.input),
     input_redacted: request.inputRedacted, owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null,
     claim_token: newClaimToken(),
   });

@@ -220,10 +220,14 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     // A call's intent (the fingerprint of the input its tool runs with), which intent windows
-    // compare. Rows before it have none: their fingerprint stands for it (sql/call-statements.ts REPEATS).
+    // compare. A call recorded before it gets its fingerprint (once, here: the repeat check stays one
+    // plain comparison on calls_by_task).
     version: 9,
     description: "call intents",
-    sql: (s) => `ALTER TABLE ${s}.calls ADD COLUMN intent text;`,
+    sql: (s) => `
+      ALTER TABLE ${s}.calls ADD COLUMN intent text NOT NULL DEFAULT '';
+      UPDATE ${s}.calls SET intent = fingerprint;
+      ALTER TABLE ${s}.calls ALTER COLUMN intent DROP DEFAULT;`,
   },
 ];
 

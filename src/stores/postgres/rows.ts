@@ -80,8 +80,7 @@ export function decodeCall(row: RawRow, table: string): CallRecord {
     task: f.text("task"),
     toolUseId: f.text("tool_use_id"),
     fingerprint: f.text("fingerprint"),
-    // Null in a row written before migration 9.
-    intent: f.optionalText("intent") ?? f.text("fingerprint"),
+    intent: f.text("intent"),
     input: f.json("input"),
     inputRedacted: f.bool("input_redacted"),
     state,

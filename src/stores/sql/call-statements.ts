@@ -30,11 +30,8 @@ const LEASE_RAN_OUT = `(owner IS NULL OR lease_expires_at IS NULL OR lease_expir
 /** The last moment the holder being replaced could have sent a request (contracts/call-rules.ts `takeOverRecord`). */
 const LAST_POSSIBLE_SEND = `(CASE WHEN owner IS NULL THEN started_at WHEN lease_expires_at IS NULL OR lease_expires_at > {now} THEN {now} ELSE lease_expires_at END)`;
 
-/**
- * The repeat rule (contracts/call-rules.ts `isRepeatOf`) for the row `r`; walks calls_by_task (a
- * task holds few calls). A row from before migration 9 has no intent: its fingerprint stands for it.
- */
-const REPEATS = `r.tenant = :tenant:text AND r.task = :task:text AND coalesce(r.intent, r.fingerprint) = :intent:text AND r.key <> :key:text
+/** The repeat rule (contracts/call-rules.ts `isRepeatOf`) for the row `r`; walks calls_by_task (a task holds few calls). */
+const REPEATS = `r.tenant = :tenant:text AND r.task = :task:text AND r.intent = :intent:text AND r.key <> :key:text
   AND (r.state IN ${inList(REPEATED_UNSETTLED)} OR (r.state = 'completed' AND r.updated_at >= {now} - :window_ms:bigint))`;
 
 /**
@@ -125,7 +122,7 @@ const ANSWERED = ":state:text, :result:json, :error:text, NULL, NULL, 0";
 const insertCall = (where: string, stateAndHolder: string = CLAIMED) => `INSERT INTO {calls} (${COLS})
    SELECT :tenant:text, :key:text, :tool:text, :effect:text, :task:text, :tool_use_id:text, :fingerprint:text, :input:json,
      :input_redacted:boolean, ${stateAndHolder}, coalesce(:fence:bigint, 1), {now},
-     :claim_token:text, 1, {now}, {now}, coalesce(:intent:text, :fingerprint:text)
+     :claim_token:text, 1, {now}, {now}, :intent:text
    {from_clock} WHERE ${where}
    ON CONFLICT (tenant, key) DO NOTHING RETURNING ${COLS}`;
 

@@ -39,8 +39,7 @@ interface Row {
   fingerprint: string; input: string; input_redacted: number; state: string; result: string | null;
   error: string | null; owner: string | null; lease_expires_at: number | null; attempts: number;
   fence: number; started_at: number; claim_token: string; version: number; created_at: number; updated_at: number;
-  /** Null in a row written before migration 9. */
-  intent: string | null;
+  intent: string;
 }
 
 function decode(row: Row): CallRecord {
@@ -62,7 +61,7 @@ function decode(row: Row): CallRecord {
     task: row.task,
     toolUseId: row.tool_use_id,
     fingerprint: row.fingerprint,
-    intent: row.intent ?? row.fingerprint,
+    intent: row.intent,
     input: parse(row.input, "input"),
     inputRedacted: row.input_redacted === 1,
     state: row.state,
@@ -117,7 +116,7 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
   /** A claim's named values. */
   const claimValues = (request: ClaimRequest) => ({
     tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect,
-    task: request.task, tool_use_id: request.toolUseId, fingerprint: request.fingerprint, intent: request.intent ?? null,
+    task: request.task, tool_use_id: request.toolUseId, fingerprint: request.fingerprint, intent: request.intent ?? request.fingerprint,
     input: JSON.stringify(request.input), input_redacted: request.inputRedacted,
     owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null, claim_token: newClaimToken(),
   });

@@ -120,8 +120,10 @@ const SQL: readonly string[] = [
   // every request of its tenant. Written once per request, so it costs the gate nothing per call.
   `CREATE INDEX approvals_by_key ON approvals (key);`,
   // 9: a call's intent (the fingerprint of the input its tool runs with), which intent windows
-  // compare. Rows before it have none: their fingerprint stands for it (sql/call-statements.ts REPEATS).
-  `ALTER TABLE calls ADD COLUMN intent TEXT;`,
+  // compare. A call recorded before it gets its fingerprint (once, here: the repeat check stays one
+  // plain comparison on calls_by_task).
+  `ALTER TABLE calls ADD COLUMN intent TEXT NOT NULL DEFAULT '';
+   UPDATE calls SET intent = fingerprint;`,
 ];
 
 export interface Migration {
