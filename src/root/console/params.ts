@@ -22,6 +22,15 @@ export function filterText(query: Query, name: string): string | undefined {
   return value;
 }
 
+/** A route's path parameters (a tenant, key or id) follow the filters' rule: no NUL, at most MAX_FILTER_LENGTH characters. */
+export function checkParams(params: Readonly<Record<string, string>>): void {
+  for (const [name, value] of Object.entries(params)) {
+    if (value.length > MAX_FILTER_LENGTH) throw badRequest(`the path's ${name} is ${value.length} characters long; at most ${MAX_FILTER_LENGTH}`);
+    const nul = value.indexOf("\u0000");
+    if (nul >= 0) throw badRequest(`the path's ${name} contains the NUL character (U+0000) at index ${nul}: no ${name} the ledger keeps can contain it; remove it`);
+  }
+}
+
 export function choice<T extends string>(query: Query, name: string, allowed: readonly T[]): T | undefined {
   const value = text(query, name);
   if (value === undefined) return undefined;
