@@ -68,8 +68,8 @@ function definedOnly(limits: ServerLimits): ServerLimits {
 /**
  * The URL of a request-target as node:http hands it over (`req.url`), or undefined when it names
  * none: origin-form (`/a/b?c`; `//x/y` too, which is a path here, never a host) or absolute-form
- * (`http://host/a`). Anything else (`//[`, `http://[`, `*`, `a`) is a request to answer with
- * 400: `new URL(req.url, base)` would throw on some of them, and resolve `//x/y` to another host.
+ * (`http://host/a`). Anything else (`http://[`, `*`, `a`) is a request to answer with 400.
+ * `new URL(req.url, base)` would throw on `//[` (here the path `//[`) and resolve `//x/y` to the host `x`.
  */
 export function requestTargetUrl(target: string | undefined): URL | undefined {
   const text = target === undefined || target === "" ? "/" : target;
