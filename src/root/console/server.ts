@@ -26,7 +26,7 @@ export const DEFAULT_CONSOLE_PORT = 4820;
 const MAX_BODY = 64 * 1024;
 /** Live-update streams open at once (each console tab holds one); one more is refused with 503. */
 export const DEFAULT_MAX_EVENT_STREAMS = 32;
-/** What a refused stream is told to wait before it tries again (the page's EventSource retries by itself). */
+/** What a refused stream is told to wait before it tries again (the console page retries every 2 s by itself). */
 const STREAMS_RETRY_AFTER_SEC = 5;
 
 /** Routes the server answers itself, besides the API table (the OpenAPI file lists these too). */
