@@ -7,11 +7,15 @@
  * What a request gets:
  * - Not handled (by default every method but POST and PATCH; `required` decides): the handler
  *   runs untouched.
- * - A required key missing, empty, longer than 255 characters or sent twice → 400, JSON problem
- *   body naming the header. Invalid JSON under a JSON content type, or nested deeper than 1000
- *   levels → 400. Body over `maxBodyBytes` → 413, as soon as that much arrived (the rest is never
- *   buffered). A fence header (`fenceHeader`, default `Effectgate-Fence`) that is not one positive
- *   integer → 400. Nothing is claimed, the handler does not run.
+ * - A required key missing, empty, longer than 255 characters or more than one key (the header
+ *   sent twice, or `a, b`: a comma separates keys, so a key holding one is sent quoted, `"a, b"`;
+ *   one rule for both adapters, `keyOfFieldValue`) → 400, JSON problem body naming the header. A
+ *   request-target that names no path (`http://[`) → 400. Invalid JSON under a JSON content type,
+ *   or nested deeper than 1000 levels → 400. Body over `maxBodyBytes` → 413, as soon as that much
+ *   arrived (the rest is never buffered; node:http reads at most 1 MiB more of it). A fence header
+ *   (`fenceHeader`, default `Effectgate-Fence`) that is not one positive integer → 400. Nothing is
+ *   claimed, the handler does not run. Neither adapter rejects on what a client sends; a hook that
+ *   throws (`required`, `clientId`) is a 500.
  * - A new key: it is claimed in the ledger (tenant `http:<client id>`, tool `http:POST /path`,
  *   fingerprint = SHA-256 of canonical {method, path + query, body}; JSON bodies compare by
  *   canonical JSON with numbers compared by their exact decimal value (parsed with lossless-json,

@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { isEffectgateError } from "../core/errors.js";
+import { DEFAULT_SERVER_LIMITS } from "../core/local-server.js";
 import { CALL_STATES, type CallState } from "../core/states.js";
 import { DEFAULT_LEDGER_PATH } from "./defaults.js";
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from "./errors.js";
@@ -16,6 +17,7 @@ import { addGovernanceCommands } from "./governance-commands.js";
 import { addMcpCommand } from "./mcp-command.js";
 import { addReconcileCommands } from "./reconcile-commands.js";
 import { addSagaCommands } from "./saga-commands.js";
+import type { ServeOptions } from "./serve.js";
 import { unknownCommandAskedForHelp } from "./unknown-command.js";
 
 // The commands' modules (SQLite driver, gate, demo) load only when a command runs, so --help stays fast.
@@ -186,11 +188,20 @@ ${EXIT_CODES}`)
     .option("--allow-remote", "allow binding an address other machines can reach (put TLS in front)")
     .option("--token-file <path>", "where the bearer token is kept (default: console-token beside the ledger file)")
     .option("--poll-ms <n>", "how often the ledger is checked for live updates while a browser is open", positiveInt, 1000)
+    .option("--headers-timeout-ms <ms>", "how long a client may take to send a request's headers", positiveInt, DEFAULT_SERVER_LIMITS.headersTimeoutMs)
+    .option("--request-timeout-ms <ms>", "how long a client may take to send a whole request, headers and body; a live-update stream is not bound by it", positiveInt, DEFAULT_SERVER_LIMITS.requestTimeoutMs)
+    .option("--keep-alive-timeout-ms <ms>", "how long an idle kept-alive connection stays open", positiveInt, DEFAULT_SERVER_LIMITS.keepAliveTimeoutMs)
+    .option("--max-connections <n>", "connections open at once; one more is closed at once", positiveInt, DEFAULT_SERVER_LIMITS.maxConnections)
+    .option("--max-event-streams <n>", "live-update streams open at once, one per console tab; one more gets 503 with Retry-After", positiveInt, 32)
     .addHelpText("after", `
 The console binds 127.0.0.1 unless --host says otherwise, and refuses an address other machines
 can reach without --allow-remote. Every API request needs the bearer token: on first start a
 token is made, saved with mode 0600 beside the ledger (or in --token-file) and printed once,
 inside the link that opens the console. A token file others can read is refused.
+
+Limits: a client that sends its headers or its request slower than the timeouts above gets 408
+and is disconnected; connections past --max-connections are closed; a request body over 64 KiB
+gets 413, JSON nested deeper than 1000 levels 400.
 
 The console: approvals inbox with each call's dry-run preview and digest, the human queue with
 everything known about each item, ledger search, saga timelines, kill switch and breakers, the
@@ -204,7 +215,7 @@ Examples:
   effectgate serve --pg postgres://ops@db/agents --token-file ~/.config/effectgate/token
   curl -H "Authorization: Bearer $(cat .effectgate/console-token)" http://127.0.0.1:4820/api/approvals
 ${EXIT_CODES}`)
-    .action(async (opts: { db: string; port: number; host: string; allowRemote?: boolean; tokenFile?: string; pollMs: number }) => {
+    .action(async (opts: Omit<ServeOptions, "allowRemote"> & { allowRemote?: boolean }) => {
       const { serve } = await import("./serve.js");
       await serve({ ...opts, allowRemote: opts.allowRemote === true });
     });

@@ -19,6 +19,11 @@ export interface ServeOptions {
   readonly allowRemote: boolean;
   readonly tokenFile?: string;
   readonly pollMs: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly maxConnections: number;
+  readonly maxEventStreams: number;
 }
 
 /** The token file: --token-file, else `console-token` beside a ledger file, else in .effectgate/ of the working directory. */
@@ -52,6 +57,8 @@ export async function serve(options: ServeOptions): Promise<void> {
       ...(metrics ? { metrics } : {}),
       ledger: opened.ledger, token: token.token, host: options.host, port: options.port, allowRemote: options.allowRemote,
       pollMs: options.pollMs, operator: `${defaultOperator()} (console)`,
+      headersTimeoutMs: options.headersTimeoutMs, requestTimeoutMs: options.requestTimeoutMs, keepAliveTimeoutMs: options.keepAliveTimeoutMs,
+      maxConnections: options.maxConnections, maxEventStreams: options.maxEventStreams,
     });
   } catch (err) {
     await opened.ledger.close();

@@ -2,7 +2,8 @@
  * What every HTTP server the package starts (the console, the MCP listener) shares: the limits
  * that keep one slow or greedy client from holding it (Node's own defaults wait 60 s for headers
  * and 300 s for a request, with no cap on connections), and the Host / Origin check that keeps a
- * web page from reaching a loopback server through DNS rebinding.
+ * web page from reaching a loopback server through DNS rebinding; and reading a request-target
+ * without letting `new URL` throw (every HTTP entry, the Idempotency-Key middleware too).
  */
 import type { IncomingMessage, Server } from "node:http";
 import { isIP } from "node:net";
@@ -25,7 +26,22 @@ export const DEFAULT_SERVER_LIMITS: Required<ServerLimits> = {
   maxConnections: 256,
 };
 
-/** Sets the limits on a server before it listens; returns them as applied. */
+/** Just the limits of a larger options object (one that extends ServerLimits), for applyServerLimits. */
+export function serverLimitsOf(options: ServerLimits): ServerLimits {
+  const picked: { -readonly [K in keyof ServerLimits]: number } = {};
+  for (const name of Object.keys(DEFAULT_SERVER_LIMITS) as (keyof ServerLimits)[]) {
+    const value = options[name];
+    if (value !== undefined) picked[name] = value;
+  }
+  return picked;
+}
+
+/**
+ * Sets the limits on a server before it listens; returns them as applied. Node looks for
+ * connections past their header or request timeout only every `connectionsCheckingInterval`
+ * (30 s by default, read when the server starts listening), so that is set to a quarter of the
+ * shorter timeout (at most 1 s): a timeout is then enforced within a quarter of itself.
+ */
 export function applyServerLimits(server: Server, limits: ServerLimits = {}): Required<ServerLimits> {
   const applied = { ...DEFAULT_SERVER_LIMITS, ...definedOnly(limits) };
   for (const [name, value] of Object.entries(applied)) {
@@ -36,11 +52,34 @@ export function applyServerLimits(server: Server, limits: ServerLimits = {}): Re
   server.headersTimeout = Math.min(applied.headersTimeoutMs, applied.requestTimeoutMs);
   server.keepAliveTimeout = applied.keepAliveTimeoutMs;
   server.maxConnections = applied.maxConnections;
+  (server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval = checkingInterval(server.headersTimeout);
   return applied;
+}
+
+/** How often Node checks header and request timeouts: a quarter of the shorter one (headersTimeout is never the longer), 10 ms to 1 s. */
+function checkingInterval(shorterTimeoutMs: number): number {
+  return Math.max(10, Math.min(1000, Math.floor(shorterTimeoutMs / 4)));
 }
 
 function definedOnly(limits: ServerLimits): ServerLimits {
   return Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined));
+}
+
+/**
+ * The URL of a request-target as node:http hands it over (`req.url`), or undefined when it names
+ * none: origin-form (`/a/b?c`; `//x/y` too, which is a path here, never a host) or absolute-form
+ * (`http://host/a`). Anything else (`http://[`, `*`, `a`) is a request to answer with 400.
+ * `new URL(req.url, base)` would throw on `//[` (here the path `//[`) and resolve `//x/y` to the host `x`.
+ */
+export function requestTargetUrl(target: string | undefined): URL | undefined {
+  const text = target === undefined || target === "" ? "/" : target;
+  try {
+    if (text.startsWith("/")) return new URL(`http://request-target.invalid${text}`);
+    if (/^https?:\/\//i.test(text)) return new URL(text);
+  } catch {
+    // not a URL: undefined below
+  }
+  return undefined;
 }
 
 const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);

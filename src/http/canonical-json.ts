@@ -12,12 +12,14 @@
  *   form (what JSON.stringify writes) the text is exactly what RFC 8785 writes, so a fingerprint
  *   taken before this file existed still matches; any other number keeps every digit.
  *
- * Nesting deeper than MAX_JSON_DEPTH is refused before parsing (the parser recurses).
+ * Nesting deeper than MAX_JSON_DEPTH (core/json-depth.ts, shared by every entry) is refused
+ * before parsing (the parser recurses).
  */
 import { isLosslessNumber, parse } from "lossless-json";
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from "../core/json-depth.js";
 
-/** Deepest nesting of arrays and objects accepted in a JSON body. */
-export const MAX_JSON_DEPTH = 1000;
+/** Deepest nesting of arrays and objects accepted in a JSON body: the bound every entry shares (core/json-depth.ts). */
+export { MAX_JSON_DEPTH };
 
 export type CanonicalResult =
   | { readonly kind: "ok"; readonly text: string }
@@ -28,7 +30,7 @@ class TooDeep extends Error {}
 
 /** The canonical text of a JSON document, or why it has none. */
 export function canonicalJsonText(text: string): CanonicalResult {
-  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) return { kind: "too_deep" };
+  if (jsonNestsDeeperThan(text)) return { kind: "too_deep" };
   let tree: unknown;
   try {
     tree = parse(text, null, { onDuplicateKey: ({ newValue }) => newValue });
@@ -103,26 +105,6 @@ function write(value: unknown, depth: number, out: string[]): void {
     write(record[k], depth + 1, out);
   });
   out.push("}");
-}
-
-/** Whether arrays and objects nest deeper than `limit` (brackets inside strings do not count). */
-function nestedDeeperThan(text: string, limit: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // a backslash escapes the next character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) {
-      inString = true;
-    } else if (c === 0x5b || c === 0x7b) {
-      if (++depth > limit) return true;
-    } else if (c === 0x5d || c === 0x7d) {
-      depth--;
-    }
-  }
-  return false;
 }
 
 const NUMBER = /^(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([+-]?)([0-9]+))?$/;

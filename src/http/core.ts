@@ -188,10 +188,12 @@ export interface IdempotencyCore<Req> {
   readonly header: string;
   readonly fenceHeader: string;
   /**
-   * Whether to handle the request, its key and its fence. `values` are the key header's values
-   * (one per header line), `fenceValues` the fence header's.
+   * Whether to handle the request, its key and its fence. `value` is the key header's field
+   * value and `fenceValue` the fence header's, each with every line of that header joined by
+   * ", " (what Fetch's `Headers.get` returns), undefined when the header was not sent: both
+   * adapters hand over the same text for the same request, so they decide every case alike.
    */
-  checkKey(req: Req, method: string, values: readonly string[] | undefined, fenceValues?: readonly string[]): KeyCheck;
+  checkKey(req: Req, method: string, value: string | undefined, fenceValue?: string): KeyCheck;
   /** The ledger tenant for the request's client. */
   tenantOf(req: Req): Promise<string>;
   readonly maxBodyBytes: number;
@@ -243,24 +245,25 @@ export function createIdempotencyCore<Req>(
   };
   const now = async (): Promise<number> => (options.now ? options.now() : ledger.calls.now());
 
-  function checkKey(req: Req, method: string, values: readonly string[] | undefined, fenceValues?: readonly string[]): KeyCheck {
+  function checkKey(req: Req, method: string, value: string | undefined, fenceValue?: string): KeyCheck {
     const mustHave = isRequired(req, method);
-    if (values === undefined || values.length === 0) {
+    if (value === undefined) {
       return mustHave
         ? reject(400, "idempotency_key_missing", `This request needs an ${header} header: send a unique key (a UUID) and reuse it when you retry.`, { header })
         : { kind: "pass" };
     }
     if (!mustHave && !KEYED_METHODS.has(method)) return { kind: "pass" };
-    if (values.length > 1) return reject(400, "idempotency_key_invalid", `Send exactly one ${header} header.`, { header });
-    const key = unquote(values[0] ?? "");
+    const read = keyOfFieldValue(value, header);
+    if ("problem" in read) return reject(400, "idempotency_key_invalid", read.problem, { header });
+    const key = read.key;
     if (key.length === 0) return reject(400, "idempotency_key_invalid", `The ${header} header is empty.`, { header });
     if (key.length > MAX_KEY_LENGTH) {
       return reject(400, "idempotency_key_invalid", `The ${header} header is ${key.length} characters long; at most ${MAX_KEY_LENGTH} are accepted.`, { header });
     }
-    if (fenceValues === undefined || fenceValues.length === 0) return { kind: "keyed", key };
-    const fence = fenceValues.length === 1 ? parseFence(fenceValues[0] ?? "") : undefined;
+    if (fenceValue === undefined) return { kind: "keyed", key };
+    const fence = parseFence(fenceValue);
     if (fence === undefined) {
-      return reject(400, "fence_invalid", `The ${fenceHeader} header must be one positive integer (the fencing token of the caller's claim), at most ${Number.MAX_SAFE_INTEGER}.`, { header: fenceHeader });
+      return reject(400, "fence_invalid", `The ${fenceHeader} header must be one positive integer (the fencing token of the caller's claim), at most ${Number.MAX_SAFE_INTEGER}; send it once.`, { header: fenceHeader });
     }
     return { kind: "keyed", key, fence };
   }
@@ -519,8 +522,25 @@ export function clientIdFailed(): HttpResponse {
   return problem(500, "idempotency_client_unknown", "The caller could not be identified; nothing was executed.");
 }
 
-export function bodyTooLarge(limit: number): HttpResponse {
-  return problem(413, "body_too_large", `The request body is larger than ${limit} bytes.`);
+/** The 413; `close`: the connection will not carry another request (the rest of the body is not read). */
+export function bodyTooLarge(limit: number, close = false): HttpResponse {
+  const response = problem(413, "body_too_large", `The request body is larger than ${limit} bytes.`);
+  return close ? { ...response, headers: [...response.headers, ["connection", "close"]] } : response;
+}
+
+/** The 400 for a body cut off mid-way (the client closed the connection): the Fetch adapter must answer something. */
+export function bodyIncomplete(): HttpResponse {
+  return problem(400, "body_incomplete", "The request body ended before all of it arrived; nothing was executed. Send the request again with the same key.");
+}
+
+/** The 400 for a request-target that names no path (`http://[`, `*`; `//[` is the path //[). */
+export function requestTargetInvalid(): HttpResponse {
+  return problem(400, "request_target_invalid", "The request-target is not a path the server can read (such as /charges?id=1); nothing was executed.");
+}
+
+/** The 500 for a failure inside the middleware itself (a bug, or a `required` / `clientId` hook that threw): the handler did not run. */
+export function middlewareFailed(): HttpResponse {
+  return problem(500, "idempotency_middleware_failed", "The request could not be checked for its idempotency key; nothing was executed. Retry with the same key.");
 }
 
 export function handlerFailed(header: string): HttpResponse {
@@ -538,11 +558,49 @@ function digestBody(body: FingerprintBody): string {
   }
 }
 
-/** A header value in the IETF draft's form is a structured-field string (`"abc"`); Stripe's clients send it bare. Both name the same key. */
-function unquote(value: string): string {
-  const trimmed = value.trim();
-  if (trimmed.length >= 2 && trimmed.startsWith('"') && trimmed.endsWith('"')) return trimmed.slice(1, -1).replace(/\\(["\\])/g, "$1");
-  return trimmed;
+/**
+ * The one key a key header's field value names (every line of the header joined by ", "), or
+ * what is wrong with it. The value is a list (RFC 9110 §5.3, how any recipient may combine
+ * repeated lines): members are separated by commas outside a quoted string, and exactly one
+ * member must be sent. A member is a bare key (as Stripe's clients send it; spaces around it
+ * trimmed) or the IETF draft's structured-field string (`"…"`, with `\"` and `\\` escapes): both
+ * name the same key. So a bare key cannot contain a comma (`key-a, key-b` is two keys, as is a
+ * header sent twice); a key that does is sent quoted (`"a, b"` is the one key `a, b`).
+ */
+export function keyOfFieldValue(value: string, header: string = DEFAULT_HEADER): { readonly key: string } | { readonly problem: string } {
+  const members: string[] = [];
+  let i = 0;
+  for (;;) {
+    while (i < value.length && (value[i] === " " || value[i] === "\t")) i++;
+    if (value[i] === '"') {
+      let key = "";
+      let closed = false;
+      for (i++; i < value.length; i++) {
+        const c = value[i];
+        if (c === "\\" && (value[i + 1] === '"' || value[i + 1] === "\\")) key += value[++i];
+        else if (c === '"') {
+          closed = true;
+          i++;
+          break;
+        } else key += c;
+      }
+      while (i < value.length && (value[i] === " " || value[i] === "\t")) i++;
+      if (!closed || (i < value.length && value[i] !== ",")) {
+        return { problem: `The ${header} header's quoted key must be one string in double quotes ("…", with \\" for a quote inside), and nothing after it.` };
+      }
+      members.push(key);
+    } else {
+      const comma = value.indexOf(",", i);
+      members.push(value.slice(i, comma < 0 ? value.length : comma).trim());
+      i = comma < 0 ? value.length : comma;
+    }
+    if (i >= value.length) break;
+    i++; // the comma
+  }
+  if (members.length > 1) {
+    return { problem: `Send exactly one ${header} header with one key: this one holds ${members.length} (a comma separates keys; a key that contains a comma must be sent as a quoted string, "like, this").` };
+  }
+  return { key: members[0] ?? "" };
 }
 
 function positive(value: number | undefined, fallback: number, name: string): number {

@@ -10,35 +10,50 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import {
-  bodyFromBytes, bodyTooLarge, clientIdFailed, createIdempotencyCore, isNullBodyStatus, storableHeaders,
-  type FingerprintBody, type HttpResponse, type IdempotencyOptions,
+  bodyFromBytes, bodyIncomplete, bodyTooLarge, clientIdFailed, createIdempotencyCore, isNullBodyStatus, middlewareFailed, requestTargetInvalid,
+  storableHeaders, type FingerprintBody, type HttpResponse, type IdempotencyOptions, type KeyCheck,
 } from "./core.js";
+import { requestTargetUrl } from "../core/local-server.js";
 
 export function honoIdempotency(options: IdempotencyOptions<Context>): MiddlewareHandler {
   const core = createIdempotencyCore<Context>(options, { authorization: (c) => c.req.header("authorization") });
 
   return async function idempotency(c, next) {
     const method = c.req.method.toUpperCase();
-    const value = c.req.header(core.header);
-    const fence = c.req.header(core.fenceHeader);
-    const check = core.checkKey(c, method, value === undefined ? undefined : [value], fence === undefined ? undefined : [fence]);
+    let check: KeyCheck;
+    try {
+      // Fetch has joined every line of each header with ", ": the node:http adapter joins its lines the same way.
+      check = core.checkKey(c, method, c.req.header(core.header), c.req.header(core.fenceHeader));
+    } catch (err) {
+      core.report(err, { phase: "claim", tenant: "?", key: "?" });
+      return toResponse(middlewareFailed());
+    }
     if (check.kind === "pass") {
       await next();
       return;
     }
     if (check.kind === "reject") return toResponse(check.response);
+    // Request.url is always absolute, but an adapter of another runtime may have built it from anything.
+    const url = requestTargetUrl(c.req.url);
+    if (url === undefined) return toResponse(requestTargetInvalid());
 
     const declared = Number(c.req.header("content-length"));
     if (Number.isFinite(declared) && declared > core.maxBodyBytes) return toResponse(bodyTooLarge(core.maxBodyBytes));
     let bytes: Buffer | undefined;
-    if (Object.keys(c.req.bodyCache).length > 0 || c.req.raw.bodyUsed) {
-      // A middleware before this one read the body through Hono (it is in memory already): use its copy.
-      bytes = Buffer.from(await c.req.arrayBuffer());
-      if (bytes.length > core.maxBodyBytes) bytes = undefined;
-    } else {
-      bytes = await readLimited(c.req.raw, core.maxBodyBytes);
-      // Hono's body cache: the handler's c.req.json(), .text(), .arrayBuffer() read these bytes.
-      if (bytes !== undefined) (c.req.bodyCache as unknown as { arrayBuffer?: Promise<ArrayBuffer> }).arrayBuffer = Promise.resolve(exactArrayBuffer(bytes));
+    try {
+      if (Object.keys(c.req.bodyCache).length > 0 || c.req.raw.bodyUsed) {
+        // A middleware before this one read the body through Hono (it is in memory already): use its copy.
+        bytes = Buffer.from(await c.req.arrayBuffer());
+        if (bytes.length > core.maxBodyBytes) bytes = undefined;
+      } else {
+        bytes = await readLimited(c.req.raw, core.maxBodyBytes);
+        // Hono's body cache: the handler's c.req.json(), .text(), .arrayBuffer() read these bytes.
+        if (bytes !== undefined) (c.req.bodyCache as unknown as { arrayBuffer?: Promise<ArrayBuffer> }).arrayBuffer = Promise.resolve(exactArrayBuffer(bytes));
+      }
+    } catch {
+      // The body stream failed: the client closed the connection mid-body. Nothing was claimed; a
+      // Fetch handler must still return a response (nobody may be left to read it).
+      return toResponse(bodyIncomplete());
     }
     if (bytes === undefined) return toResponse(bodyTooLarge(core.maxBodyBytes));
     const read = bodyFromBytes(bytes, c.req.header("content-type"));
@@ -52,7 +67,6 @@ export function honoIdempotency(options: IdempotencyOptions<Context>): Middlewar
       core.report(err, { phase: "claim", tenant: "?", key: check.key });
       return toResponse(clientIdFailed());
     }
-    const url = new URL(c.req.url);
     const begun = await core.begin({
       key: check.key, tenant, method, path: url.pathname + url.search, pathname: url.pathname, body,
       ...(check.fence === undefined ? {} : { fence: check.fence }),

@@ -7,9 +7,10 @@
 import { readBodyLimited } from "./body.js";
 import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import {
-  bodyFromBytes, bodyTooLarge, clientIdFailed, createIdempotencyCore, handlerFailed, invalidJson, jsonTooDeep, storableHeaders,
-  type FingerprintBody, type HttpResponse, type IdempotencyCore, type IdempotencyOptions,
+  bodyFromBytes, bodyTooLarge, clientIdFailed, createIdempotencyCore, handlerFailed, invalidJson, jsonTooDeep, middlewareFailed, requestTargetInvalid,
+  storableHeaders, type FingerprintBody, type HttpResponse, type IdempotencyCore, type IdempotencyOptions, type KeyCheck,
 } from "./core.js";
+import { requestTargetUrl } from "../core/local-server.js";
 import { canonicalValueText, isTooDeep } from "./canonical-json.js";
 
 /** What the middleware adds to the request once it has read the body itself. */
@@ -35,7 +36,10 @@ export type ConnectMiddleware<Req extends IncomingMessage, Res extends ServerRes
  * http.createServer((req, res) => void idempotency(req, res, () => handle(req, res)));
  * ```
  *
- * The returned promise never rejects, except with what a pass-through `next` throws.
+ * The returned promise never rejects, except with what a pass-through `next` throws (the
+ * middleware adds nothing to a request it does not handle): a request it cannot read (a
+ * request-target such as `http://[`, a key header sent twice, a body cut off) gets a 4xx or, when the
+ * client is gone, nothing; a failure of its own, or of a `required` / `clientId` hook, a 500.
  */
 export function idempotencyMiddleware<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse>(
   options: IdempotencyOptions<Req>,
@@ -44,24 +48,14 @@ export function idempotencyMiddleware<Req extends IncomingMessage = IncomingMess
   const headerLower = core.header.toLowerCase();
   const fenceLower = core.fenceHeader.toLowerCase();
 
-  return async function idempotency(req, res, next) {
-    const method = (req.method ?? "GET").toUpperCase();
-    const check = core.checkKey(req, method, req.headersDistinct[headerLower], req.headersDistinct[fenceLower]);
-    if (check.kind === "pass") {
-      await next();
-      return;
-    }
-    if (check.kind === "reject") return send(res, check.response);
-
-    let body: FingerprintBody;
-    try {
-      const read = await readBody(req, core.maxBodyBytes);
-      if ("reject" in read) return send(res, read.reject);
-      body = read.body;
-    } catch {
-      // The client went away while sending its body: nothing was claimed, nobody to answer.
-      return;
-    }
+  async function handle(req: Req, res: Res, next: NextFunction, check: Extract<KeyCheck, { kind: "keyed" }>, method: string): Promise<void> {
+    const url = requestTargetUrl(req.url);
+    if (url === undefined) return send(res, requestTargetInvalid());
+    const read = await readBody(req, core.maxBodyBytes);
+    // The client went away while sending its body: nothing was claimed, nobody to answer.
+    if ("gone" in read) return;
+    if ("reject" in read) return send(res, read.reject);
+    const body: FingerprintBody = read.body;
     let tenant: string;
     try {
       tenant = await core.tenantOf(req);
@@ -69,7 +63,6 @@ export function idempotencyMiddleware<Req extends IncomingMessage = IncomingMess
       core.report(err, { phase: "claim", tenant: "?", key: check.key });
       return send(res, clientIdFailed());
     }
-    const url = new URL(req.url ?? "/", "http://localhost");
     const begun = await core.begin({
       key: check.key, tenant, method, path: url.pathname + url.search, pathname: url.pathname, body,
       ...(check.fence === undefined ? {} : { fence: check.fence }),
@@ -81,6 +74,31 @@ export function idempotencyMiddleware<Req extends IncomingMessage = IncomingMess
       return;
     }
     await runHandler(core, begun.claim, res, next);
+  }
+
+  return async function idempotency(req, res, next) {
+    const method = (req.method ?? "GET").toUpperCase();
+    let check: KeyCheck;
+    try {
+      // Every line of a header joined by ", ", as Fetch joins them: the Hono adapter sees the same text.
+      check = core.checkKey(req, method, req.headersDistinct[headerLower]?.join(", "), req.headersDistinct[fenceLower]?.join(", "));
+    } catch (err) {
+      core.report(err, { phase: "claim", tenant: "?", key: "?" });
+      return send(res, middlewareFailed());
+    }
+    if (check.kind === "pass") {
+      await next();
+      return;
+    }
+    if (check.kind === "reject") return send(res, check.response);
+    try {
+      await handle(req, res, next, check, method);
+    } catch (err) {
+      // Never a rejection: mounted as `void idempotency(...)`, it would end the process.
+      core.report(err, { phase: "claim", tenant: "?", key: check.key });
+      if (!res.headersSent && !res.destroyed) send(res, middlewareFailed());
+      else res.destroy();
+    }
   };
 }
 
@@ -161,6 +179,10 @@ async function runHandler<Req>(core: IdempotencyCore<Req>, claim: Claim, res: Se
       restore();
       if (done) res.end(body, done);
       else res.end(body);
+    }).catch((err: unknown) => {
+      // Sending failed (an outer wrapper of `end` threw): the response is stored; a retry gets it replayed.
+      core.report(err, { phase: "handler", tenant: claim.tenant, key: claim.key });
+      res.destroy();
     });
     return res;
   }
@@ -205,10 +227,12 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
  * `req.rawBody`, plus `req.body` for JSON); a stream a body parser already consumed is
  * fingerprinted by the `req.body` it left.
  */
-async function readBody(req: IncomingMessage & IdempotentRequestFields, limit: number): Promise<{ body: FingerprintBody } | { reject: HttpResponse }> {
+async function readBody(req: IncomingMessage & IdempotentRequestFields, limit: number): Promise<{ body: FingerprintBody } | { reject: HttpResponse } | { gone: true }> {
   if (req.readableEnded) return req.body === undefined ? { body: { kind: "none" } } : bodyFromParsed(req.body);
-  const raw = await readBodyLimited(req, limit);
-  if (raw === undefined) return { reject: bodyTooLarge(limit) };
+  const read = await readBodyLimited(req, limit);
+  if (read.kind === "gone") return { gone: true };
+  if (read.kind === "too_large") return { reject: bodyTooLarge(limit, read.close) };
+  const raw = read.bytes;
   req.rawBody = raw;
   // Tell a body-parser mounted after us that the body was read.
   (req as { _body?: boolean })._body = true;

@@ -12,7 +12,8 @@
  *   no signature header                         401 signature_missing
  *   header unreadable, or no v1 matches         401 signature_invalid (compared in constant time)
  *   t further than `toleranceSec` from now      401 signature_expired (checked after the signature, so t cannot be forged)
- *   body over `maxBodyBytes`                    413 body_too_large
+ *   body over `maxBodyBytes`                    413 body_too_large (the rest is read up to 1 MiB, else the connection closes)
+ *   body nested deeper than 1000 levels         400 json_too_deep
  *   body not JSON, or not a receipt             400 invalid_json / invalid_receipt
  *   receipt for a tool not in `tools`           422 unknown_tool
  *   receipt id seen with other content          409 receipt_id_reused (nothing changes)
@@ -20,7 +21,8 @@
  *   new receipt                                 200 {duplicate: false, outcome: {result, findings, ledgerState}}
  *   ledger unavailable                          503 (the sender retries; nothing was half-applied that a retry would not finish)
  *
- * Bodies are never logged nor passed to `onError`.
+ * The sender leaving mid-body gets nothing (nothing was applied); a failure of a hook or of the
+ * endpoint itself is a 500. Bodies are never logged nor passed to `onError`.
  */
 import { readBodyLimited } from "../http/body.js";
 import { createHmac, timingSafeEqual } from "node:crypto";
@@ -33,6 +35,7 @@ import type { Comparison } from "../reconcile/compare.js";
 import { applyReceipt } from "../reconcile/receipt.js";
 import type { ReceiptInput } from "../contracts/findings.js";
 import type { DownstreamRecord } from "../core/hooks.js";
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from "../core/json-depth.js";
 
 export const DEFAULT_SIGNATURE_HEADER = "Effectgate-Signature";
 /** Five minutes, as Stripe's libraries default to. */
@@ -152,7 +155,7 @@ export function parseReceipt(payload: unknown): ReceiptInput {
  * createServer((req, res) => void receipts(req, res));
  * ```
  *
- * The returned promise never rejects.
+ * The returned promise never rejects, whatever the request (or a hook) does.
  */
 export function receiptsEndpoint(options: ReceiptEndpointOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const secrets = typeof options.secret === "string" ? [options.secret] : [...options.secret];
@@ -166,55 +169,84 @@ export function receiptsEndpoint(options: ReceiptEndpointOptions): (req: Incomin
   const parse = options.parse ?? parseReceipt;
   const tools = options.tools && new Map<string, Comparison>(options.tools.map((t) => [t.name, t as Comparison]));
 
+  async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if ((req.method ?? "GET").toUpperCase() !== "POST") {
+      res.setHeader("allow", "POST");
+      return send(res, problem(405, "method_not_allowed", "receipts are POSTed"));
+    }
+    if (req.readableEnded && !Buffer.isBuffer((req as { rawBody?: unknown }).rawBody)) {
+      return send(res, problem(400, "body_already_read", "a body parser read the body before the receipts endpoint: mount it before any parser (the signature is over the raw bytes)"));
+    }
+    let body: Buffer;
+    if (req.readableEnded) {
+      body = (req as { rawBody?: Buffer }).rawBody ?? Buffer.alloc(0);
+    } else {
+      const read = await readBodyLimited(req, maxBodyBytes);
+      // The sender went away mid-body: nothing was applied, nobody to answer.
+      if (read.kind === "gone") return;
+      if (read.kind === "too_large") return send(res, tooLarge(), { close: read.close });
+      body = read.bytes;
+    }
+    if (body.length > maxBodyBytes) return send(res, tooLarge());
+    const values = req.headersDistinct[header];
+    if (values !== undefined && values.length > 1) return send(res, problem(401, "signature_invalid", `send one ${options.header ?? DEFAULT_SIGNATURE_HEADER} header`));
+    const check = verifyReceiptSignature(body, values?.[0], secrets, { toleranceSec, nowMs: now() });
+    if (!check.ok) return send(res, problem(401, check.code, check.detail));
+    const text = body.toString("utf8");
+    // Checked before parsing: what applies a receipt walks its fields recursively (and a store writes them with JSON.stringify).
+    if (jsonNestsDeeperThan(text)) {
+      return send(res, problem(400, "json_too_deep", `the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`));
+    }
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      return send(res, problem(400, "invalid_json", "the body is not valid JSON"));
+    }
+    let receipt: ReceiptInput;
+    try {
+      receipt = parse(payload);
+    } catch (err) {
+      return send(res, problem(400, "invalid_receipt", err instanceof Error ? err.message : "the body is not a receipt"));
+    }
+    const comparison = tools ? tools.get(receipt.tool) : {};
+    if (!comparison) return send(res, problem(422, "unknown_tool", `no tool named ${JSON.stringify(receipt.tool)} takes receipts here`));
+    let applied;
+    try {
+      applied = await applyReceipt(options.ledger, comparison, receipt);
+    } catch (err) {
+      report(err, receipt.id);
+      const unavailable = isEffectgateError(err, "EG_LEDGER_UNAVAILABLE");
+      return send(res, problem(unavailable ? 503 : 500, unavailable ? "ledger_unavailable" : "receipt_failed",
+        "the receipt could not be applied; send it again (applying it twice changes nothing)"), { retryAfter: unavailable });
+    }
+    switch (applied.kind) {
+      case "conflict":
+        return send(res, problem(409, "receipt_id_reused", `receipt ${receipt.id} was received before with other content; nothing was changed`));
+      case "duplicate":
+        return send(res, json(200, { receipt: receipt.id, duplicate: true, outcome: applied.outcome }));
+      case "applied":
+        return send(res, json(200, { receipt: receipt.id, duplicate: false, outcome: applied.outcome as unknown as Json }));
+    }
+  }
+
+  const tooLarge = () => problem(413, "body_too_large", `the body is larger than ${maxBodyBytes} bytes`);
+  const report = (err: unknown, receipt: string) => {
+    try {
+      options.onError?.(err, { phase: "apply", receipt });
+    } catch {
+      // A failing error hook must not change the answer.
+    }
+  };
+
   return async function receipts(req, res) {
     try {
-      if ((req.method ?? "GET").toUpperCase() !== "POST") {
-        res.setHeader("allow", "POST");
-        return send(res, problem(405, "method_not_allowed", "receipts are POSTed"));
-      }
-      if (req.readableEnded && !Buffer.isBuffer((req as { rawBody?: unknown }).rawBody)) {
-        return send(res, problem(400, "body_already_read", "a body parser read the body before the receipts endpoint: mount it before any parser (the signature is over the raw bytes)"));
-      }
-      const body = req.readableEnded ? (req as { rawBody?: Buffer }).rawBody : await readBodyLimited(req, maxBodyBytes);
-      if (body === undefined || body.length > maxBodyBytes) return send(res, problem(413, "body_too_large", `the body is larger than ${maxBodyBytes} bytes`));
-      const values = req.headersDistinct[header];
-      if (values !== undefined && values.length > 1) return send(res, problem(401, "signature_invalid", `send one ${options.header ?? DEFAULT_SIGNATURE_HEADER} header`));
-      const check = verifyReceiptSignature(body, values?.[0], secrets, { toleranceSec, nowMs: now() });
-      if (!check.ok) return send(res, problem(401, check.code, check.detail));
-      let payload: unknown;
-      try {
-        payload = JSON.parse(body.toString("utf8"));
-      } catch {
-        return send(res, problem(400, "invalid_json", "the body is not valid JSON"));
-      }
-      let receipt: ReceiptInput;
-      try {
-        receipt = parse(payload);
-      } catch (err) {
-        return send(res, problem(400, "invalid_receipt", err instanceof Error ? err.message : "the body is not a receipt"));
-      }
-      const comparison = tools ? tools.get(receipt.tool) : {};
-      if (!comparison) return send(res, problem(422, "unknown_tool", `no tool named ${JSON.stringify(receipt.tool)} takes receipts here`));
-      let applied;
-      try {
-        applied = await applyReceipt(options.ledger, comparison, receipt);
-      } catch (err) {
-        options.onError?.(err, { phase: "apply", receipt: receipt.id });
-        const unavailable = isEffectgateError(err, "EG_LEDGER_UNAVAILABLE");
-        return send(res, problem(unavailable ? 503 : 500, unavailable ? "ledger_unavailable" : "receipt_failed",
-          "the receipt could not be applied; send it again (applying it twice changes nothing)"), unavailable);
-      }
-      switch (applied.kind) {
-        case "conflict":
-          return send(res, problem(409, "receipt_id_reused", `receipt ${receipt.id} was received before with other content; nothing was changed`));
-        case "duplicate":
-          return send(res, json(200, { receipt: receipt.id, duplicate: true, outcome: applied.outcome }));
-        case "applied":
-          return send(res, json(200, { receipt: receipt.id, duplicate: false, outcome: applied.outcome as unknown as Json }));
-      }
-    } catch {
-      // The client went away while sending: nothing was applied, nobody to answer.
-      if (!res.headersSent) res.destroy();
+      await answer(req, res);
+    } catch (err) {
+      // A failure of a hook (`parse` aside, which answers 400) or of our own: a 500, never a rejection nor a silent close.
+      report(err, "?");
+      if (!res.headersSent && !res.destroyed) send(res, problem(500, "receipt_failed", "the receipt could not be handled; send it again (applying it twice changes nothing)"));
+      else res.destroy();
     }
   };
 }
@@ -238,11 +270,12 @@ function json(status: number, value: Json): Reply {
   return { status, contentType: "application/json", body: JSON.stringify(value) };
 }
 
-function send(res: ServerResponse, reply: Reply, retryAfter = false): void {
+function send(res: ServerResponse, reply: Reply, options: { readonly retryAfter?: boolean; readonly close?: boolean } = {}): void {
   if (res.headersSent || res.destroyed) return;
   res.statusCode = reply.status;
   res.setHeader("content-type", reply.contentType);
-  if (retryAfter) res.setHeader("retry-after", "1");
+  if (options.retryAfter === true) res.setHeader("retry-after", "1");
+  // The rest of the body will not be read: this connection carries no other request.
+  if (options.close === true) res.setHeader("connection", "close");
   res.end(reply.body);
 }
-

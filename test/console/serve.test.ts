@@ -8,6 +8,9 @@ import { sqliteLedger } from "../../src/stores/sqlite/index.js";
 import { deleteAccountTool, effects, use } from "../governance/support.js";
 import { requireBuild } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
+import { DEFAULT_SERVER_LIMITS } from "../../src/core/local-server.js";
+import { DEFAULT_MAX_EVENT_STREAMS } from "../../src/root/console/server.js";
+import { once, rawRequest, RawConnection } from "../server/raw-http.js";
 import { serve } from "./served.js";
 import { call } from "./support.js";
 
@@ -94,9 +97,41 @@ describe("effectgate serve", () => {
     }
   });
 
-  it("--help says how it is secured", async () => {
+  it("--help says how it is secured, and names each limit with its default", async () => {
     const help = await runCli(["serve", "--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/binds 127\.0\.0\.1[\s\S]*--allow-remote[\s\S]*mode 0600/);
+    const flat = help.stdout.replace(/\s+/g, " ");
+    for (const [flag, fallback] of [
+      ["--headers-timeout-ms <ms>", DEFAULT_SERVER_LIMITS.headersTimeoutMs], ["--request-timeout-ms <ms>", DEFAULT_SERVER_LIMITS.requestTimeoutMs],
+      ["--keep-alive-timeout-ms <ms>", DEFAULT_SERVER_LIMITS.keepAliveTimeoutMs], ["--max-connections <n>", DEFAULT_SERVER_LIMITS.maxConnections],
+      ["--max-event-streams <n>", DEFAULT_MAX_EVENT_STREAMS],
+    ] as const) {
+      // The flags hold no regular-expression characters but the escaped parentheses.
+      expect(flat).toMatch(new RegExp(`${flag} [^(]*\\(default: ${fallback}\\)`));
+    }
+  });
+
+  it("takes its limits from the flags: a client slower than --headers-timeout-ms gets 408, a stream past --max-event-streams 503", async () => {
+    const db = await newLedger();
+    const served = await serve(["--db", db, "--headers-timeout-ms", "150", "--request-timeout-ms", "300", "--max-event-streams", "1"]);
+    try {
+      const slow = await RawConnection.open(served.url);
+      await slow.send("GET /api/overview HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+      const timedOut = await slow.next();
+      expect(timedOut !== "closed" && timedOut.status).toBe(408);
+      await slow.closedWithin(1_000);
+
+      const auth = `Authorization: Bearer ${served.token}`;
+      const first = await RawConnection.open(served.url);
+      await first.send(rawRequest("GET", "/api/events", ["Host: 127.0.0.1", auth]));
+      await new Promise<void>((resolve) => first.socket.on("data", (chunk: Buffer) => chunk.toString().includes("event: ready") && resolve()));
+      const second = await once(served.url, rawRequest("GET", "/api/events", ["Host: 127.0.0.1", auth]));
+      expect(second !== "closed" && [second.status, second.headers["retry-after"]]).toEqual([503, "5"]);
+      first.destroy();
+    } finally {
+      const exit = await served.stop();
+      expect(exit.code, exit.stderr).toBe(0);
+    }
   });
 });

@@ -185,8 +185,8 @@ for (const store of storeCases()) {
 
     it("answers 400 naming the header to a fence that is not one positive integer, and runs nothing", async () => {
       const url = await start();
-      for (const bad of ["0", "-1", "1.5", "abc", "", "1e3", "+3", "0x10", "9007199254740993", ["1", "2"]]) {
-        const res = await send(url, `k-bad-${JSON.stringify(bad)}`, bad);
+      for (const [i, bad] of ["0", "-1", "1.5", "abc", "", "1e3", "+3", "0x10", "9007199254740993", ["1", "2"]].entries()) {
+        const res = await send(url, `k-bad-${i}`, bad);
         expect(res.status, JSON.stringify(bad)).toBe(400);
         expect(await res.json()).toMatchObject({ code: "fence_invalid", header: "Effectgate-Fence" });
       }

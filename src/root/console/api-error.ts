@@ -1,8 +1,15 @@
 /** An API answer that is not a success: an HTTP status, a stable code and a message saying what to do. */
 import { isEffectgateError, messageOf } from "../../core/errors.js";
 
+export interface ApiErrorExtras {
+  /** Seconds the client should wait before trying again (a `Retry-After` header). */
+  readonly retryAfterSec?: number;
+  /** The connection carries no other request (the rest of the body is not read): `Connection: close`. */
+  readonly close?: boolean;
+}
+
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(readonly status: number, readonly code: string, message: string, readonly extras: ApiErrorExtras = {}) {
     super(message);
     this.name = "ApiError";
   }

@@ -15,11 +15,20 @@ export const MAX_FILTER_LENGTH = 4096;
 /** A filter matched against what the ledger records (a tenant, tool, task or key): text without NUL, of a sane length. */
 export function filterText(query: Query, name: string): string | undefined {
   const value = text(query, name);
-  if (value === undefined) return undefined;
-  if (value.length > MAX_FILTER_LENGTH) throw badRequest(`${name} is ${value.length} characters long; a filter is at most ${MAX_FILTER_LENGTH}`);
-  const nul = value.indexOf("\u0000");
-  if (nul >= 0) throw badRequest(`${name} contains the NUL character (U+0000) at index ${nul}: no ${name} the ledger keeps can contain it; remove it`);
+  if (value !== undefined) checkRecordedText(name, name, "a filter", value);
   return value;
+}
+
+/** A route's path parameters (a tenant, key or id) follow the filters' rule. */
+export function checkParams(params: Readonly<Record<string, string>>): void {
+  for (const [name, value] of Object.entries(params)) checkRecordedText(`the path's ${name}`, name, "a path parameter", value);
+}
+
+/** Text the ledger could hold: no NUL (PostgreSQL text cannot), at most MAX_FILTER_LENGTH characters. `label` and `kind` name it in the 400. */
+function checkRecordedText(label: string, name: string, kind: string, value: string): void {
+  if (value.length > MAX_FILTER_LENGTH) throw badRequest(`${label} is ${value.length} characters long; ${kind} is at most ${MAX_FILTER_LENGTH}`);
+  const nul = value.indexOf("\u0000");
+  if (nul >= 0) throw badRequest(`${label} contains the NUL character (U+0000) at index ${nul}: no ${name} the ledger keeps can contain it; remove it`);
 }
 
 export function choice<T extends string>(query: Query, name: string, allowed: readonly T[]): T | undefined {

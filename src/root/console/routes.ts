@@ -10,6 +10,7 @@ import { APPROVAL_STATES } from "../../contracts/governance.js";
 import { FINDING_KINDS, type FindingStatus } from "../../contracts/findings.js";
 import type { Stores } from "../../contracts/stores.js";
 import { SAGA_STATES } from "../../contracts/saga-states.js";
+import type { SagaLog, SagaRecord } from "../../contracts/sagas.js";
 import type { EffectClass } from "../../core/effect-class.js";
 import { closeBreaker, countApprovals, countBreakers, decideCall, getApproval, listApprovals, listBreakers, listKillSwitches, setKillSwitch } from "../../governance/operator.js";
 import { countQueue, listQueue, resolveQueueItem, showQueueItem, type QueueMove } from "../../reconcile/queue.js";
@@ -45,10 +46,26 @@ function tenantOf(query: Query): { tenant?: string } {
   return tenant === undefined ? {} : { tenant };
 }
 
+/** The saga the path names, or a 404 (the operator layer's own refusal names the ledger's location and is a 400). */
+async function mustHaveSaga(ctx: RouteContext): Promise<{ log: SagaLog; saga: SagaRecord }> {
+  const tenant = param(ctx, "tenant");
+  const id = param(ctx, "id");
+  const log = ctx.ledger.sagas;
+  const saga = await log?.get(tenant, id);
+  if (!log || !saga) throw notFound(`no saga ${JSON.stringify(id)} in tenant ${JSON.stringify(tenant)}${log ? "" : " (this ledger keeps no saga log)"}`);
+  return { log, saga };
+}
+
+/** A 404 naming what the path asked for when the ledger keeps no governance state (so no approvals nor breakers). */
+function requireGovernance(ctx: RouteContext, what: string): void {
+  if (!ctx.ledger.governance) throw notFound(`no ${what}: this ledger keeps no governance state`);
+}
+
 async function decide(ctx: RouteContext, approve: boolean): Promise<object> {
   const body = fields(ctx.body);
   const note = optionalString(body, "note");
   const id = param(ctx, "id");
+  requireGovernance(ctx, `approval request ${JSON.stringify(id)}`);
   const decided = await decideCall(ctx.ledger, id, { approve, by: by(ctx, body), ...(note === undefined ? {} : { note }) });
   if (decided.ok) return { approval: decided.approval };
   switch (decided.reason) {
@@ -127,6 +144,7 @@ export const ROUTES: readonly Route[] = [
   }),
 
   get("/api/approvals", async ({ ledger, query }) => {
+    if (!ledger.governance) return { approvals: [] };
     const state = text(query, "state") === "all" ? undefined : (choice(query, "state", APPROVAL_STATES) ?? "pending");
     return { approvals: await listApprovals(ledger, { ...tenantOf(query), ...(state === undefined ? {} : { state }), limit: count(query, "limit", 100) }) };
   }),
@@ -169,17 +187,18 @@ export const ROUTES: readonly Route[] = [
   get("/api/sagas/{tenant}/{id}", async (ctx) => {
     const tenant = param(ctx, "tenant");
     const id = param(ctx, "id");
-    const saga = await ctx.ledger.sagas?.get(tenant, id);
-    if (!saga || !ctx.ledger.sagas) throw notFound(`no saga ${JSON.stringify(id)} in tenant ${JSON.stringify(tenant)}`);
-    return { saga, steps: await ctx.ledger.sagas.steps(tenant, id), history: await ctx.ledger.sagas.history(tenant, id) };
+    const { log, saga } = await mustHaveSaga(ctx);
+    return { saga, steps: await log.steps(tenant, id), history: await log.history(tenant, id) };
   }),
 
   post("/api/sagas/{tenant}/{id}/compensate", async (ctx) => {
+    await mustHaveSaga(ctx);
     const body = fields(ctx.body);
     return { saga: await requestSagaCompensation(ctx.ledger, param(ctx, "tenant"), param(ctx, "id"), requiredString(body, "note"), by(ctx, body)) };
   }),
 
   post("/api/sagas/{tenant}/{id}/resolve", async (ctx) => {
+    await mustHaveSaga(ctx);
     const body = fields(ctx.body);
     const outcome = optionalString(body, "outcome");
     if (outcome !== "undone" && outcome !== "kept") throw badRequest(`outcome must be "undone" (you undid the effects by hand) or "kept" (they stay, knowingly)`);
@@ -198,10 +217,11 @@ export const ROUTES: readonly Route[] = [
     };
   }),
 
-  get("/api/kill", async ({ ledger }) => ({ killSwitches: await listKillSwitches(ledger) })),
+  get("/api/kill", async ({ ledger }) => ({ killSwitches: ledger.governance ? await listKillSwitches(ledger) : [] })),
 
   post("/api/kill", async (ctx) => {
     const body = fields(ctx.body);
+    if (!ctx.ledger.governance) throw conflict("this ledger keeps no governance state: it has no kill switch to turn on or off");
     if (typeof body.on !== "boolean") throw badRequest("on is required: true turns the switch on, false turns it off");
     const tenant = optionalString(body, "tenant");
     const agent = optionalString(body, "agent");
@@ -211,9 +231,10 @@ export const ROUTES: readonly Route[] = [
     return { changed, killSwitches: await listKillSwitches(ctx.ledger) };
   }),
 
-  get("/api/breakers", async ({ ledger, query }) => ({ breakers: await listBreakers(ledger, { includeClosed: flag(query, "all") }) })),
+  get("/api/breakers", async ({ ledger, query }) => ({ breakers: ledger.governance ? await listBreakers(ledger, { includeClosed: flag(query, "all") }) : [] })),
 
   post("/api/breakers/{id}/close", async (ctx) => {
+    requireGovernance(ctx, `open rate breaker ${JSON.stringify(param(ctx, "id"))}`);
     const closed = await closeBreaker(ctx.ledger, param(ctx, "id"), by(ctx, fields(ctx.body)));
     if (!closed) throw notFound(`no open rate breaker ${JSON.stringify(param(ctx, "id"))}`);
     return { breaker: closed };

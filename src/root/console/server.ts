@@ -8,19 +8,26 @@ import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { EffectgateError, messageOf } from "../../core/errors.js";
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from "../../core/json-depth.js";
 import { stderrLogger, type Logger } from "../../core/logger.js";
 import type { Stores } from "../../contracts/stores.js";
+import { discardBody, readBodyLimited } from "../../http/body.js";
 import { ApiError, toApiError } from "./api-error.js";
-import { isLoopback } from "../../core/local-server.js";
+import { applyServerLimits, isLoopback, requestTargetUrl, serverLimitsOf, type ServerLimits } from "../../core/local-server.js";
 import { checkRequest } from "./guard.js";
 import { liveFeed } from "./live.js";
 import { CONSOLE_HTML } from "./ui/page.js";
 import { CONSOLE_SCRIPT } from "./ui/script.js";
 import { CONSOLE_STYLE } from "./ui/style.js";
+import { checkParams } from "./params.js";
 import { matchRoute } from "./routes.js";
 
 export const DEFAULT_CONSOLE_PORT = 4820;
 const MAX_BODY = 64 * 1024;
+/** Live-update streams open at once (each console tab holds one); one more is refused with 503. */
+export const DEFAULT_MAX_EVENT_STREAMS = 32;
+/** What a refused stream is told to wait before it tries again (the console page retries every 2 s by itself). */
+const STREAMS_RETRY_AFTER_SEC = 5;
 
 /** Routes the server answers itself, besides the API table (the OpenAPI file lists these too). */
 export const SERVER_ROUTES = [
@@ -33,7 +40,12 @@ export const CONTENT_SECURITY_POLICY = [
   "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
 ].join("; ");
 
-export interface ConsoleOptions {
+/**
+ * `headersTimeoutMs` (default 10 s), `requestTimeoutMs` (30 s), `keepAliveTimeoutMs` (5 s) and
+ * `maxConnections` (256) are the server's limits (core/local-server.ts): a client that sends its
+ * headers or its request too slowly gets 408 and is disconnected; a connection past the cap is closed at once.
+ */
+export interface ConsoleOptions extends ServerLimits {
   readonly ledger: Stores;
   /** The bearer token every API request must carry. */
   readonly token: string;
@@ -50,6 +62,8 @@ export interface ConsoleOptions {
   readonly logger?: Logger;
   /** Serves `GET /metrics` (token required) with what this returns, e.g. a prom-client registry's text. */
   readonly metrics?: () => Promise<{ readonly contentType: string; readonly body: string }>;
+  /** Live-update streams (`GET /api/events`) open at once (default 32); one more gets 503 with Retry-After. */
+  readonly maxEventStreams?: number;
 }
 
 export interface ConsoleServer {
@@ -91,21 +105,36 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
   send(res, status, "application/json; charset=utf-8", JSON.stringify(value));
 }
 
+/** Thrown when the client left mid-body: nobody to answer, nothing to log. */
+class ClientGone extends Error {}
+
 async function readBody(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY) throw new ApiError(413, "too_large", `the request body is over ${MAX_BODY} bytes`);
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString("utf8");
+  const read = await readBodyLimited(req, MAX_BODY);
+  if (read.kind === "gone") throw new ClientGone("the client closed the connection before sending its whole body");
+  if (read.kind === "too_large") throw new ApiError(413, "too_large", `the request body is over ${MAX_BODY} bytes`, { close: read.close });
+  const text = read.bytes.toString("utf8");
   if (text.trim() === "") return undefined;
+  // Before parsing: the operator layer and the stores walk (and JSON.stringify) what is sent, recursively.
+  if (jsonNestsDeeperThan(text)) throw new ApiError(400, "json_too_deep", `the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels; send it flatter`);
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
     throw new ApiError(400, "bad_json", `the request body is not JSON: ${messageOf(err)}`);
   }
+}
+
+/**
+ * A message without where the ledger is (a file path, a database address): an error from a store
+ * or the operator layer may name it, and the console's answers do not.
+ */
+function withoutLocation(message: string, location: string): string {
+  if (location === "memory" || location === "") return message;
+  const names = [location, location.replace(/^sqlite:/, ""), location.replace(/ schema \S+$/, "")].filter((n) => n.length > 0);
+  let out = message;
+  for (const name of [...new Set(names)].sort((a, b) => b.length - a.length)) {
+    out = out.split(`the ledger ${name}`).join("the ledger").split(` of ${name}`).join("").split(name).join("the ledger");
+  }
+  return out;
 }
 
 export async function startConsole(options: ConsoleOptions): Promise<ConsoleServer> {
@@ -116,6 +145,8 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       `refusing to serve the console on ${host}: it would be reachable from other machines. Bind 127.0.0.1 (the default), or pass --allow-remote (allowRemote) if that is what you want, behind TLS`);
   }
   if (typeof options.token !== "string" || options.token.length < 16) throw new EffectgateError("EG_BAD_OPTION", "the console needs a bearer token of at least 16 characters");
+  const maxEventStreams = options.maxEventStreams ?? DEFAULT_MAX_EVENT_STREAMS;
+  if (!Number.isInteger(maxEventStreams) || maxEventStreams <= 0) throw new EffectgateError("EG_BAD_OPTION", `maxEventStreams must be a positive integer, not ${String(maxEventStreams)}`);
   const logger = options.logger ?? stderrLogger;
   const live = liveFeed(options.ledger, { pollMs: options.pollMs ?? 1000, logger });
   const streams = new Set<ServerResponse>();
@@ -123,7 +154,8 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     securityHeaders(res);
-    const url = new URL(req.url ?? "/", "http://console.invalid");
+    const url = requestTargetUrl(req.url);
+    if (url === undefined) throw new ApiError(400, "bad_request_target", "the request-target is not a path (such as /api/overview); nothing was done");
     const asset = STATIC[url.pathname];
     const isApi = url.pathname.startsWith("/api/") || url.pathname === "/metrics";
     checkRequest(req, guard, isApi);
@@ -132,7 +164,14 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
       res.statusCode = 204; // no icon, and no 404 in the browser's console
       return void res.end();
     }
-    if (url.pathname === "/api/events" && req.method === "GET") return stream(req, res);
+    if (url.pathname === "/api/events" && req.method === "GET") {
+      if (streams.size >= maxEventStreams) {
+        throw new ApiError(503, "too_many_streams",
+          `${maxEventStreams} live-update streams are open already (the console's maxEventStreams, --max-event-streams); close a console tab, or try again later`,
+          { retryAfterSec: STREAMS_RETRY_AFTER_SEC });
+      }
+      return stream(res);
+    }
     if (url.pathname === "/api/openapi.json" && req.method === "GET") return send(res, 200, "application/json; charset=utf-8", openapiText());
     if (url.pathname === "/metrics" && req.method === "GET" && options.metrics) {
       const metrics = await options.metrics();
@@ -141,6 +180,7 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     const matched = matchRoute(req.method ?? "GET", url.pathname);
     if (matched === "wrong_method") throw new ApiError(405, "method_not_allowed", `${req.method ?? "?"} is not allowed on ${url.pathname}`);
     if (!matched) throw new ApiError(404, "not_found", `there is no ${url.pathname} here; the API is described at /api/openapi.json`);
+    checkParams(matched.params);
     const body = req.method === "POST" ? await readBody(req) : undefined;
     const result = await matched.route.handle({
       ledger: options.ledger, params: matched.params, query: url.searchParams, body, operator: options.operator ?? "console",
@@ -152,7 +192,8 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     sendJson(res, 200, result);
   }
 
-  async function stream(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** Counted from its first byte to its close, so the cap holds however fast streams open. */
+  async function stream(res: ServerResponse): Promise<void> {
     res.statusCode = 200;
     res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
     res.setHeader("Connection", "keep-alive");
@@ -161,29 +202,47 @@ export async function startConsole(options: ConsoleOptions): Promise<ConsoleServ
     streams.add(res);
     const beat = setInterval(() => res.write(": ping\n\n"), 15_000);
     beat.unref();
-    const unsubscribe = await live.subscribe((event) => res.write(`event: change\ndata: ${JSON.stringify(event)}\n\n`));
-    const stop = () => {
+    let closed = false;
+    res.once("close", () => {
+      closed = true;
       clearInterval(beat);
-      unsubscribe();
       streams.delete(res);
-    };
-    req.on("close", stop);
-    if (req.destroyed) return stop();
+    });
+    const unsubscribe = await live.subscribe((event) => res.write(`event: change\ndata: ${JSON.stringify(event)}\n\n`));
+    if (closed || res.destroyed) return unsubscribe();
+    res.once("close", unsubscribe);
     res.write("event: ready\ndata: {}\n\n");
   }
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      const apiError = toApiError(err);
-      if (apiError.status >= 500) logger.error({ event: "console_request_failed", path: req.url, code: apiError.code, error: apiError.message }, "a console request failed");
+      if (err instanceof ClientGone) {
+        res.destroy();
+        return;
+      }
+      const known = toApiError(err);
+      const apiError = new ApiError(known.status, known.code, withoutLocation(known.message, options.ledger.location), known.extras);
+      // Only the server's own failures: a client's mistake (4xx), or a refusal such as a full stream cap, is answered, never logged as an error.
+      if (apiError.status >= 500 && !(err instanceof ApiError)) {
+        logger.error({ event: "console_request_failed", path: req.url, code: apiError.code, error: apiError.message }, "a console request failed");
+      }
       if (res.headersSent) {
         res.end();
         return;
       }
+      // Refused before its body was read (a 401, a 404): what is left of it is read, within a bound.
+      discardBody(req);
       if (apiError.status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="effectgate"');
+      if (apiError.extras.retryAfterSec !== undefined) res.setHeader("Retry-After", String(apiError.extras.retryAfterSec));
+      if (apiError.extras.close === true) res.setHeader("Connection", "close");
       sendJson(res, apiError.status, { error: { code: apiError.code, message: apiError.message } });
     });
   });
+  try {
+    applyServerLimits(server, serverLimitsOf(options));
+  } catch (err) {
+    throw new EffectgateError("EG_BAD_OPTION", messageOf(err));
+  }
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? DEFAULT_CONSOLE_PORT, host, () => {
