@@ -8,7 +8,9 @@
  *
  * The parts are random text of every UTF-8 width (1 to 4 bytes a character), so nothing compresses
  * and the byte counts are exact: at the limits a claim goes through on every store, PostgreSQL's
- * indexes included; one byte over any limit is refused everywhere, and nothing is written.
+ * indexes included; one byte over any limit is refused everywhere, and nothing is written. The last
+ * test measures, on PostgreSQL itself, how long a key its indexes take beside a tenant and a task at
+ * their limits (1908 bytes on PostgreSQL 15: 2676 in all), so the margin the limits leave is a figure.
  */
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -205,3 +207,44 @@ describe.each(KINDS)("the key limits on the $name store", (kind) => {
     }
   });
 });
+
+describe("what PostgreSQL's indexes on calls actually refuse", () => {
+  it("more than the limits together and less than a btree entry's 2704 bytes: the limits fit with room to spare", async () => {
+    const stores = postgresLedger({ connectionString: db.url }, { schema: db.freshSchema() });
+    const rng = seededRng(2704);
+    try {
+      // The largest key that fits beside a tenant and a task at their limits, found by bisection on PostgreSQL itself
+      // (rows written straight into the table: the stores refuse such keys before PostgreSQL could).
+      const tenant = text(rng, KEY_LIMITS.tenant);
+      const task = text(rng, KEY_LIMITS.task);
+      const schema = /schema (\S+)$/.exec(stores.location)?.[1] ?? "";
+      const raw = async (bytes: number) => {
+        try {
+          await db.sql(`INSERT INTO "${schema}".calls (tenant, key, tool, effect, task, tool_use_id, fingerprint, input, input_redacted, state, owner, lease_expires_at, attempts, fence, started_at, claim_token, version, created_at, updated_at)
+            VALUES ($1, $2, 't', 'write', $3, 'u', 'fp', '{}', false, 'in_progress', 'o', 0, 1, 1, 0, 'c', 1, 0, 0)`, [tenant, text(rng, bytes), task]);
+          return true;
+        } catch (err) {
+          expect(String(err)).toMatch(/index row size \d+ exceeds btree version 4 maximum 2704/);
+          return false;
+        }
+      };
+      await stores.calls.get("acme", "opening"); // the schema is made
+      let fits = KEY_LIMITS.key;
+      let refused = 2704;
+      expect(await raw(fits)).toBe(true);
+      expect(await raw(refused)).toBe(false);
+      while (refused - fits > 1) {
+        const mid = Math.floor((fits + refused) / 2);
+        if (await raw(mid)) fits = mid;
+        else refused = mid;
+      }
+      const total = KEY_LIMITS.tenant + KEY_LIMITS.task + fits;
+      console.log(`PostgreSQL's calls indexes: beside a ${KEY_LIMITS.tenant}-byte tenant and a ${KEY_LIMITS.task}-byte task, a key of ${fits} bytes fits and ${refused} is refused (${total} bytes in all); the key limit is ${KEY_LIMITS.key}`);
+      expect(fits).toBeGreaterThan(KEY_LIMITS.key + 256);
+      expect(total).toBeLessThan(2704);
+    } finally {
+      await stores.close();
+    }
+  });
+});
+
