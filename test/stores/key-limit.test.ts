@@ -229,7 +229,7 @@ describe("what PostgreSQL's indexes on calls actually refuse", () => {
         }
       };
       await stores.calls.get("acme", "opening"); // the schema is made
-      let fits = KEY_LIMITS.key;
+      let fits: number = KEY_LIMITS.key;
       let refused = 2704;
       expect(await raw(fits)).toBe(true);
       expect(await raw(refused)).toBe(false);
