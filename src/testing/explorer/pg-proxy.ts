@@ -126,6 +126,8 @@ export async function startPgProxy(options: PgProxyOptions): Promise<PgProxy> {
       server.destroy();
     };
     cuts.add(cut);
+    /** Replies leave in order: a held one holds those behind it. */
+    let sending: Promise<void> = Promise.resolve();
     client.on("error", cut);
     server.on("error", cut);
     client.on("close", cut);
@@ -206,8 +208,8 @@ export async function startPgProxy(options: PgProxyOptions): Promise<PgProxy> {
         const message = inbound.subarray(0, length);
         inbound = inbound.subarray(length);
         const type = String.fromCharCode(message[0] as number);
-        if (type === "p" || type === "X" || type === "H") {
-          // Authentication answers, Terminate and Flush are no request of their own.
+        if (type === "p" || type === "X" || type === "H" || type === "d" || type === "c" || type === "f") {
+          // Authentication answers, Terminate, Flush and COPY data are no request of their own.
           server.write(message);
           continue;
         }
@@ -222,7 +224,7 @@ export async function startPgProxy(options: PgProxyOptions): Promise<PgProxy> {
           const [statement] = cstring(message, next);
           groupSql ??= prepared.get(statement) ?? `(prepared statement ${statement})`;
         }
-        if (type !== "Q" && type !== "S") continue;
+        if (type !== "Q" && type !== "S" && type !== "F") continue;
         const sql = type === "Q" ? cstring(message, 5)[0] : groupSql ?? "";
         const bytes = Buffer.concat(group);
         group = [];
@@ -234,8 +236,6 @@ export async function startPgProxy(options: PgProxyOptions): Promise<PgProxy> {
     // ---- server → client: replies, each delivered (or not) as its request's fault says
     let outbound: Buffer = Buffer.alloc(0);
     let reply: Buffer[] = [];
-    /** Replies leave in order: a held one holds those behind it. */
-    let sending: Promise<void> = Promise.resolve();
     const send = (bytes: Buffer, fault: ProxyFault | undefined) => {
       sending = sending.then(async () => {
         if (closed) return;
