@@ -54,3 +54,4 @@ export type { ScheduleLedger, ScheduleResult } from "./testing/explorer/schedule
 export type { FaultCounts, FaultRates } from "./testing/explorer/faults.js";
 export { World, SIM_EPOCH, type Process } from "./testing/explorer/world.js";
 export { seededRng, type Rng } from "./testing/explorer/rng.js";
+export { DEFAULT_PROXY_RATES, seededProxyPlan, startPgProxy, type PgProxy, type PgProxyOptions, type ProxiedRequest, type ProxyCounts, type ProxyFault, type ProxyFaultRates, type ProxyPlan } from "./testing/explorer/pg-proxy.js";

@@ -11,6 +11,8 @@ const ERROR_CODES = {
   EG_UNKNOWN_TOOL: "terminal",
   EG_INVALID_INPUT: "terminal",
   EG_KEY_MISMATCH: "terminal",
+  /** A call's tenant, task or idempotency key is longer than a ledger keeps (KEY_LIMITS, src/core/keys.ts): nothing was executed or written. */
+  EG_KEY_TOO_LONG: "terminal",
   EG_TOOL_FAILED: "terminal",
   EG_IN_PROGRESS: "unknown",
   EG_NEEDS_HUMAN: "unknown",

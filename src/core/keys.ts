@@ -52,3 +52,46 @@ export function deriveKey(scope: Pick<Scope, "tenant" | "task">, step: string, i
 export function fingerprint(tool: string, input: unknown): string {
   return sha256Hex(canonicalJson({ tool, input }));
 }
+
+/**
+ * The longest tenant, task and idempotency key a ledger keeps, in UTF-8 bytes: the same on every
+ * store, so a ledger that works on SQLite or in memory works on PostgreSQL too. PostgreSQL limits
+ * one btree index entry to about a third of a page (2704 bytes with 8 KiB pages), and the ledger's
+ * indexes on calls hold tenant and key together, and tenant, task and key together: measured on
+ * PostgreSQL 15, a claim whose tenant + task + key (text that does not compress) passed about 2670
+ * bytes was refused. These limits add up to 2304 bytes (docs/postgres.md, "Key limits").
+ */
+export const KEY_LIMITS = { tenant: 256, task: 512, key: 1536 } as const;
+
+export interface KeyParts {
+  readonly tenant: string;
+  readonly task: string;
+  readonly key: string;
+}
+
+/** A UTF-16 code unit is at most 3 bytes of UTF-8 (a surrogate pair, 2 units, is 4): short strings need no counting. */
+const fits = (text: string, limit: number) => text.length * 3 <= limit || Buffer.byteLength(text, "utf8") <= limit;
+
+/** EG_KEY_TOO_LONG naming the part over its limit and what to do, or undefined when every part fits (checked before any claim). */
+export function keyTooLong(parts: KeyParts): EffectgateError | undefined {
+  for (const part of ["key", "tenant", "task"] as const) {
+    const text = parts[part];
+    if (typeof text !== "string" || fits(text, KEY_LIMITS[part])) continue;
+    const what = part === "key" ? "The call's idempotency key" : `The scope's ${part}`;
+    const fix = part === "key"
+      ? "use a shorter tool_use id or key function (a key function can hash a long natural key: sha256Hex); a derived key holds the tenant, task and tool name, so shorten those"
+      : `use a shorter ${part}`;
+    return new EffectgateError("EG_KEY_TOO_LONG",
+      `${what} (${JSON.stringify(text.slice(0, 40))}…) is ${Buffer.byteLength(text, "utf8")} bytes of UTF-8; a ledger keeps at most ` +
+        `${KEY_LIMITS.key} bytes of key, ${KEY_LIMITS.tenant} of tenant and ${KEY_LIMITS.task} of task, on every store. ` +
+        `Nothing was executed and nothing was written: ${fix}, then make the call again.`);
+  }
+  return undefined;
+}
+
+/** Throws keyTooLong's error: what every store's claim does first, so no store ever writes a key another store could not. */
+export function assertKeyFits(parts: KeyParts): void {
+  const refused = keyTooLong(parts);
+  if (refused) throw refused;
+}
+

@@ -9,7 +9,7 @@
  *   6. record the outcome durably (execute.ts)
  */
 import { EffectgateError, messageOf } from "../core/errors.js";
-import { deriveKey, fingerprint, type Scope } from "../core/keys.js";
+import { deriveKey, fingerprint, keyTooLong, type Scope } from "../core/keys.js";
 import { validate } from "../core/standard-schema.js";
 import { redactInput, type AnyTool } from "../core/tool.js";
 import { toJson, type Json } from "../core/json.js";
@@ -60,6 +60,9 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
     if (override.note) override.note.key = key;
     const print = fingerprint(tool.name, block.input);
     const stored = redactInput(block.input, tool.redact);
+    // Longer than any ledger keeps: refused before governance and the claim, unless the ledger already holds it (from before the limit).
+    const tooLong = keyTooLong({ tenant: scope.tenant, task: scope.task, key });
+    if (tooLong) return await rt.calls.get(scope.tenant, key).then((held) => (held ? answerExisting(rt, call, print, held) : resultBlock(block.id, tooLong.message, true)));
     return await singleFlight(rt, scope.tenant, key, async () => {
       // What this gate knows and its ledger may not show: never answered by running the tool again.
       // Memory is no shortcut around the checks: a kept answer is another call's unless its fingerprint and tool are this one's.

@@ -4,6 +4,7 @@
  * never mutate a stored record.
  */
 import type { Answer, CallCount, CallCountQuery, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
+import { assertKeyFits } from "../../core/keys.js";
 import { assertTransition, isHeld } from "../../core/states.js";
 import { answeredRecord, applyUpdate, isRepeatOf, isTakeable, listOrder, matchesList, newClaimToken, newRecord, repeatQueryOf, takeOverRecord } from "../../contracts/call-rules.js";
 import { changeOrder, isAfter } from "../../contracts/change-order.js";
@@ -31,6 +32,7 @@ export function memoryCallStore(clock: () => number, halted?: (tenant: string, a
   const copy = (record: CallRecord): CallRecord => ({ ...record, input: copyJson(record.input), result: record.result === null ? null : copyJson(record.result) });
 
   const claim = (request: ClaimRequest, agent?: string): ClaimResult | Halted => {
+    assertKeyFits(request);
     const existing = calls.get(id(request.tenant, request.key));
     if (existing) return { claimed: false, record: copy(existing) };
     if (agent !== undefined && halted?.(request.tenant, agent) === true) return { claimed: false, halted: true };
@@ -56,6 +58,7 @@ export function memoryCallStore(clock: () => number, halted?: (tenant: string, a
       return found && copy(found);
     },
     async claimUnlessRepeated(request: ClaimRequest, windowMs: number): Promise<ClaimResult | Repeated> {
+      assertKeyFits(request);
       const existing = calls.get(id(request.tenant, request.key));
       if (existing) return { claimed: false, record: copy(existing) };
       const repeated = findRepeat(repeatQueryOf(request, windowMs));
@@ -63,6 +66,7 @@ export function memoryCallStore(clock: () => number, halted?: (tenant: string, a
       return claim(request) as ClaimResult;
     },
     async claimAnswered(request: ClaimRequest, answer: Answer): Promise<ClaimResult> {
+      assertKeyFits(request);
       const existing = calls.get(id(request.tenant, request.key));
       if (existing) return { claimed: false, record: copy(existing) };
       const record = answeredRecord(request, answer, clock(), newClaimToken());

@@ -8,6 +8,7 @@
 import pg, { type Pool, type PoolClient, type QueryConfig, type QueryResult } from "pg";
 import { EffectgateError } from "../../core/errors.js";
 import { RowDamage } from "../row-damage.js";
+import { checkOut } from "./checkout.js";
 import { describeTarget, isConnectionError, isDamageError, isPoolTimeout, isStalePlan, isTransient, isUnstorableText, reasonOf, targetOf, type Target } from "./errors.js";
 import { pgGroupCommit, type RowRef } from "./group-commit.js";
 import { applyMigrations, readSchemaVersion, SCHEMA_VERSION, SchemaTooNew } from "./migrations.js";
@@ -111,6 +112,9 @@ export function openPostgres(connection: PostgresConnection, options: PostgresLe
   const where = describeTarget(target);
   const location = `${where} schema ${schemaName}`;
   const pool: Pool = "pool" in connection ? connection.pool : ownPool(connection);
+  // A borrowed pool reports a broken idle client (or one released broken) as an 'error' of its own: without a
+  // listener that ends the process. Ours is there while the ledger is open (the ledger's own pool has one for good).
+  if (!owned) pool.on("error", ignorePoolError);
   let ready: Promise<void> | undefined;
   let closed = false;
   /** The writes asked for and not yet answered: close waits for them. */
@@ -158,7 +162,7 @@ export function openPostgres(connection: PostgresConnection, options: PostgresLe
 
   function prepare(): Promise<void> {
     ready ??= (async () => {
-      const client = await pool.connect();
+      const { client, release } = await checkOut(pool);
       let broken: unknown;
       try {
         if (options.readOnly === true || options.create === false) {
@@ -180,11 +184,11 @@ export function openPostgres(connection: PostgresConnection, options: PostgresLe
         }
         if (options.readOnly !== true) await applyMigrations(client, schemaName, s);
       } catch (err) {
-        broken = isConnectionError(err) ? err : undefined;
+        broken = err;
         if (err instanceof SchemaTooNew) throw tooNew(err.found);
         throw err;
       } finally {
-        client.release(broken instanceof Error ? broken : undefined);
+        release(broken);
       }
     })().catch((err: unknown) => {
       // Not cached: a database that was down at start is used once it is back.
@@ -202,16 +206,16 @@ export function openPostgres(connection: PostgresConnection, options: PostgresLe
     given ? client.query(`SELECT set_config('${GIVEN_NOW_SETTING}', $1, false)`, [String(Math.floor(given()))]) : Promise.resolve();
 
   async function withClient<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await pool.connect();
+    const { client, release } = await checkOut(pool);
     let broken: unknown;
     try {
       await tell(client);
       return await fn(client);
     } catch (err) {
-      broken = isConnectionError(err) ? err : undefined;
+      broken = err;
       throw err;
     } finally {
-      client.release(broken instanceof Error ? broken : undefined);
+      release(broken);
     }
   }
 
@@ -243,14 +247,14 @@ export function openPostgres(connection: PostgresConnection, options: PostgresLe
   const commits = pgGroupCommit({
     maxBatches: MAX_BATCHES,
     async connect() {
-      const client = await pool.connect();
+      const held = await checkOut(pool);
       try {
-        await tell(client);
+        await tell(held.client);
       } catch (err) {
-        client.release(err instanceof Error ? err : undefined);
+        held.release(err);
         throw err;
       }
-      return client;
+      return held;
     },
     again(err) {
       if (isStalePlan(err)) {
@@ -296,9 +300,13 @@ export function openPostgres(connection: PostgresConnection, options: PostgresLe
       await Promise.allSettled([...writing]);
       await commits.drain();
       if (owned) await pool.end();
+      else pool.off("error", ignorePoolError);
     },
   };
 }
+
+/** A broken idle connection: the pool has already dropped it, and the next statement opens another (or fails EG_LEDGER_UNAVAILABLE). */
+const ignorePoolError = (): void => undefined;
 
 export function ownPool(connection: { connectionString: string; poolSize?: number; connectTimeoutMs?: number }): Pool {
   const pool = new pg.Pool({
@@ -314,6 +322,6 @@ export function ownPool(connection: { connectionString: string; poolSize?: numbe
   // Idle connections the server drops (a restart, a failover) are reported here; without a
   // listener node-postgres would crash the process. The pool replaces them; the next query
   // that cannot reach the database fails with EG_LEDGER_UNAVAILABLE.
-  pool.on("error", () => undefined);
+  pool.on("error", ignorePoolError);
   return pool;
 }

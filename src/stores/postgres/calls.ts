@@ -8,6 +8,7 @@
  * - Leases and every time stored are judged by the DATABASE's clock, never a worker's, so
  *   workers whose clocks disagree still agree on whose lease ran out.
  */
+import { assertKeyFits } from "../../core/keys.js";
 import { assertTransition, isCallState } from "../../core/states.js";
 import { newClaimToken, repeatQueryOf } from "../../contracts/call-rules.js";
 import type { Answer, CallCountQuery, CallRecord, CallStore, ClaimRequest, ClaimResult, Halted, ListQuery, RecordUpdate, RepeatQuery, Repeated, TakeOverRequest } from "../../contracts/calls.js";
@@ -70,13 +71,16 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
   const count = async (compiled: CompiledSql, values: Record<string, unknown> & { tenant: string; key: string }) => (await write(compiled, values)).rowCount;
   const clock = named(`SELECT ${access.now} AS now`);
 
-  /** A claim's named values. */
-  const claimValues = (request: ClaimRequest) => ({
-    tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect, task: request.task,
-    tool_use_id: request.toolUseId, fingerprint: request.fingerprint, intent: request.intent ?? request.fingerprint, input: JSON.stringify(request.input),
-    input_redacted: request.inputRedacted, owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null,
-    claim_token: newClaimToken(),
-  });
+  /** A claim's named values (a key longer than any store keeps is refused here, before any claim statement). */
+  const claimValues = (request: ClaimRequest) => {
+    assertKeyFits(request);
+    return {
+      tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect, task: request.task,
+      tool_use_id: request.toolUseId, fingerprint: request.fingerprint, intent: request.intent ?? request.fingerprint, input: JSON.stringify(request.input),
+      input_redacted: request.inputRedacted, owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null,
+      claim_token: newClaimToken(),
+    };
+  };
 
   /**
    * The claim unless repeated, in a transaction that first takes an advisory lock on the call's
@@ -84,33 +88,37 @@ export function postgresCallStore(access: PostgresAccess): CallStore {
    * workers would each miss the other's uncommitted row; with the lock the second one's statement
    * starts after the first committed, and its snapshot holds the first one's claim.
    */
-  const claimUnlessRepeated = (request: ClaimRequest, windowMs: number) => access.withClient(async (client) => {
-    const q = (compiled: CompiledSql, values: Record<string, unknown>) =>
-      client.query<RawRow>({ text: compiled.text, values: positional(compiled, values), types: RAW_TYPES });
-    const decoded = (rows: RawRow[]) => rows[0] && decodeCall(rows[0], table);
-    await client.query("BEGIN");
-    try {
-      if (access.durability === "process") await client.query("SET LOCAL synchronous_commit TO off");
-      await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [JSON.stringify([request.tenant, request.task, repeatQueryOf(request, windowMs).intent])]);
-      const inserted = decoded((await q(sql.claimUnlessRepeated, { ...claimValues(request), window_ms: windowMs })).rows);
-      let out: ClaimResult | Repeated | undefined;
-      if (inserted) out = { claimed: true, record: inserted };
-      else {
-        const existing = decoded((await q(sql.get, { tenant: request.tenant, key: request.key })).rows);
-        if (existing) out = { claimed: false, record: existing };
+  const claimUnlessRepeated = (request: ClaimRequest, windowMs: number) => {
+    // Built (and a key over the limit refused) before a connection is taken.
+    const claim = { ...claimValues(request), window_ms: windowMs };
+    return access.withClient(async (client) => {
+      const q = (compiled: CompiledSql, values: Record<string, unknown>) =>
+        client.query<RawRow>({ text: compiled.text, values: positional(compiled, values), types: RAW_TYPES });
+      const decoded = (rows: RawRow[]) => rows[0] && decodeCall(rows[0], table);
+      await client.query("BEGIN");
+      try {
+        if (access.durability === "process") await client.query("SET LOCAL synchronous_commit TO off");
+        await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [JSON.stringify([request.tenant, request.task, repeatQueryOf(request, windowMs).intent])]);
+        const inserted = decoded((await q(sql.claimUnlessRepeated, claim)).rows);
+        let out: ClaimResult | Repeated | undefined;
+        if (inserted) out = { claimed: true, record: inserted };
         else {
-          const repeats = decoded((await q(sql.findRepeat, repeatValues(repeatQueryOf(request, windowMs)))).rows);
-          if (repeats) out = { claimed: false, repeats };
+          const existing = decoded((await q(sql.get, { tenant: request.tenant, key: request.key })).rows);
+          if (existing) out = { claimed: false, record: existing };
+          else {
+            const repeats = decoded((await q(sql.findRepeat, repeatValues(repeatQueryOf(request, windowMs)))).rows);
+            if (repeats) out = { claimed: false, repeats };
+          }
         }
+        await client.query("COMMIT");
+        if (out) return out;
+        throw new Error(`a claim of ${request.tenant}/${request.key} unless repeated wrote nothing, but neither its record nor the call it repeats is there`);
+      } catch (err) {
+        await client.query("ROLLBACK").catch(() => undefined);
+        throw err;
       }
-      await client.query("COMMIT");
-      if (out) return out;
-      throw new Error(`a claim of ${request.tenant}/${request.key} unless repeated wrote nothing, but neither its record nor the call it repeats is there`);
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw err;
-    }
-  });
+    });
+  };
   // What this store last wrote of each held call, so its next write need not read the row back (sql/known-records.ts).
   const known = knownRecords();
   const remembered = <R extends ClaimResult | Halted | Repeated>(result: R): R => {

@@ -28,6 +28,7 @@
  *   same transaction one statement after the other: still one commit, but a round trip each.
  */
 import type { Client, PoolClient, QueryConfig, QueryResult } from "pg";
+import type { Checkout } from "./checkout.js";
 import { isConnectionError } from "./errors.js";
 import type { RawRow } from "./rows.js";
 
@@ -60,8 +61,8 @@ export interface PgGroupCommit {
 }
 
 export interface PgGroupCommitOptions {
-  /** A connection for a batch (told the time first when the ledger has a `clock`). */
-  connect(): Promise<PoolClient>;
+  /** A connection for a batch, guarded while it is held (checkout.ts; told the time first when the ledger has a `clock`). */
+  connect(): Promise<Checkout>;
   /** Whether a statement's failure is worth sending again: a stale prepared plan, a deadlock (nothing was written). */
   again(err: unknown): boolean;
   /** How many batches may be in flight at once. */
@@ -116,13 +117,14 @@ export function pgGroupCommit(options: PgGroupCommitOptions): PgGroupCommit {
   }
 
   async function batch(items: Pending[]): Promise<void> {
-    let client: PoolClient;
+    let held: Checkout;
     try {
-      client = await options.connect();
+      held = await options.connect();
     } catch (err) {
       for (const item of items) item.reject(err);
       return;
     }
+    const client = held.client;
     let broken: Error | undefined;
     try {
       let todo = [...items].sort(byRow);
@@ -156,7 +158,7 @@ export function pgGroupCommit(options: PgGroupCommitOptions): PgGroupCommit {
       // Not a refusal by the server (those settle above) but a fault here: nothing may be left unanswered.
       for (const item of items) item.reject(err);
     } finally {
-      client.release(broken);
+      held.release(broken);
     }
   }
 

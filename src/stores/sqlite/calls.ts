@@ -9,6 +9,7 @@
  * survive the process being killed, but not the machine losing power.
  */
 import type Database from "better-sqlite3";
+import { assertKeyFits } from "../../core/keys.js";
 import { assertTransition, isCallState } from "../../core/states.js";
 import { isEffectClass } from "../../core/effect-class.js";
 import type { Json } from "../../core/json.js";
@@ -113,13 +114,16 @@ export function sqliteCallStore(access: SqliteAccess): CallStore {
   /** Runs one compiled statement at the store's clock and returns its rows. */
   const rows = (db: Db, sql: CompiledSql, values: Record<string, unknown>) =>
     statements(db)(sql).all(sqliteValues({ now: access.clock(), ...values })) as Row[];
-  /** A claim's named values. */
-  const claimValues = (request: ClaimRequest) => ({
-    tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect,
-    task: request.task, tool_use_id: request.toolUseId, fingerprint: request.fingerprint, intent: request.intent ?? request.fingerprint,
-    input: JSON.stringify(request.input), input_redacted: request.inputRedacted,
-    owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null, claim_token: newClaimToken(),
-  });
+  /** A claim's named values (a key longer than any store keeps is refused here, before any claim statement). */
+  const claimValues = (request: ClaimRequest) => {
+    assertKeyFits(request);
+    return {
+      tenant: request.tenant, key: request.key, tool: request.tool, effect: request.effect,
+      task: request.task, tool_use_id: request.toolUseId, fingerprint: request.fingerprint, intent: request.intent ?? request.fingerprint,
+      input: JSON.stringify(request.input), input_redacted: request.inputRedacted,
+      owner: request.owner, lease_ms: request.leaseMs, fence: request.fence ?? null, claim_token: newClaimToken(),
+    };
+  };
   /** The record in the way of an INSERT that wrote nothing, if there is one. */
   const existing = (db: Db, request: ClaimRequest): ClaimResult | undefined => {
     const [row] = rows(db, SQL.get, { tenant: request.tenant, key: request.key });

@@ -11,13 +11,16 @@ import { memoryLedger } from "../../stores/memory/index.js";
 import { sqliteLedger } from "../../stores/sqlite/index.js";
 import type { FaultCounts } from "./faults.js";
 import { INVARIANTS, type Invariant, type Violation } from "./invariants.js";
+import type { ProxyCounts, ProxyFaultRates } from "./pg-proxy.js";
 import { dropSchema } from "./pg-schema.js";
+import { watchProcessFaults } from "./process-faults.js";
 import { runSchedule, type ScheduleLedger, type ScheduleOptions, type ScheduleResult } from "./schedule.js";
 
 export type ExplorerLedger =
   | "memory"
   | "sqlite"
-  | { readonly postgres: string }
+  /** With `proxy`: through a TCP proxy that cuts connections, drops COMMIT replies, delays and stalls (proxy-ledger.ts; `true`: the default rates). */
+  | { readonly postgres: string; readonly proxy?: true | ProxyFaultRates }
   /** Your own: open (or reuse) a ledger for schedule `seed`, judging time by `clock`. */
   | ((seed: number, clock: () => number) => Promise<ScheduleLedger>);
 
@@ -48,6 +51,10 @@ export interface ExploreReport {
   readonly workersStarted: number;
   readonly violations: readonly Violation[];
   readonly byInvariant: Readonly<Record<Invariant, number>>;
+  /** Uncaught exceptions and unhandled rejections while a schedule ran (each a violation: no fault may end the process). */
+  readonly processFaults: readonly { readonly seed: number; readonly message: string }[];
+  /** With a proxied PostgreSQL ledger: what the proxy injected. */
+  readonly proxy?: ProxyCounts;
   /** With `trace: true`: the traces of the schedules that violated something (the first 20), or of the one schedule run. */
   readonly traces: ReadonlyMap<number, readonly string[]>;
   readonly ms: number;
@@ -65,6 +72,8 @@ export async function explore(options: ExploreOptions = {}): Promise<ExploreRepo
   let calls = 0;
   let workersStarted = 0;
   let ran = 0;
+  const processFaults: { seed: number; message: string }[] = [];
+  const watch = watchProcessFaults();
   try {
     for (let i = 0; i < count; i++) {
       const seed = first + i;
@@ -74,6 +83,7 @@ export async function explore(options: ExploreOptions = {}): Promise<ExploreRepo
         ...(options.workload ? { workload: options.workload } : {}),
       });
       ran++;
+      for (const message of watch.take()) processFaults.push({ seed, message });
       calls += result.calls;
       workersStarted += result.workersStarted;
       for (const k of Object.keys(faults) as (keyof FaultCounts)[]) faults[k] += result.faults[k];
@@ -81,17 +91,23 @@ export async function explore(options: ExploreOptions = {}): Promise<ExploreRepo
       if (result.violations.length > 0 && violations.length < 200) violations.push(...result.violations);
       if (options.trace === true && (result.violations.length > 0 || count === 1) && traces.size < 20) traces.set(seed, result.trace);
       options.onSchedule?.(result);
-      if (options.stopAtFirstViolation === true && result.violations.length > 0) break;
+      if (options.stopAtFirstViolation === true && (result.violations.length > 0 || processFaults.length > 0)) break;
     }
   } finally {
+    watch.stop();
     await opener.close();
   }
-  return { ledger: opener.name, schedules: ran, calls, faults, workersStarted, violations, byInvariant, traces, ms: performance.now() - started };
+  const proxy = opener.counts?.();
+  return {
+    ledger: opener.name, schedules: ran, calls, faults, workersStarted, violations, byInvariant, processFaults, traces, ms: performance.now() - started,
+    ...(proxy ? { proxy } : {}),
+  };
 }
 
 interface Opener {
   readonly name: string;
   open(seed: number, clock: () => number): Promise<ScheduleLedger>;
+  counts?(): ProxyCounts;
   close(): Promise<void>;
 }
 
@@ -124,6 +140,10 @@ async function openerFor(ledger: ExplorerLedger): Promise<Opener> {
     const dir = mkdtempSync(join(tmpdir(), "effectgate-explore-"));
     const stores = sqliteLedger(join(dir, "ledger.db"), { durability: "process", clock: () => clock() });
     return shared(stores, "sqlite", async () => rmSync(dir, { recursive: true, force: true }));
+  }
+  if (ledger.proxy !== undefined) {
+    const { proxiedPostgres } = await import("./proxy-ledger.js");
+    return proxiedPostgres(ledger.postgres, ledger.proxy === true ? undefined : ledger.proxy);
   }
   const { postgresLedger } = await import("../../stores/postgres/index.js");
   const schema = `effectgate_explore_${process.pid}_${Date.now().toString(36)}`;
