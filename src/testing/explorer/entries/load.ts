@@ -43,6 +43,8 @@ export async function loadEntry(name: EntryName): Promise<Entry> {
         return (await import("./anthropic.js")).anthropicEntry;
       case "langchain":
         return (await import("./langchain.js")).langchainEntry;
+      case "mcp":
+        return (await import("./mcp.js")).mcpEntry;
       default:
         throw new EffectgateError("EG_BAD_OPTION", `the explorer's "${name}" entry is not written yet`);
     }
