@@ -43,6 +43,8 @@ export async function loadEntry(name: EntryName): Promise<Entry> {
         return (await import("./anthropic.js")).anthropicEntry;
       case "langchain":
         return (await import("./langchain.js")).langchainEntry;
+      case "langchain-hitl":
+        return (await import("./langchain-hitl.js")).langchainHitlEntry;
       case "mcp":
         return (await import("./mcp.js")).mcpEntry;
       default:
