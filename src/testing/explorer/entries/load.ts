@@ -47,8 +47,8 @@ export async function loadEntry(name: EntryName): Promise<Entry> {
         return (await import("./langchain-hitl.js")).langchainHitlEntry;
       case "mcp":
         return (await import("./mcp.js")).mcpEntry;
-      default:
-        throw new EffectgateError("EG_BAD_OPTION", `the explorer's "${name}" entry is not written yet`);
+      case "middleware":
+        return (await import("./middleware.js")).middlewareEntry;
     }
   } catch (err) {
     if (isMissingModule(err)) {
