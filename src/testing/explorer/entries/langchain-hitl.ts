@@ -72,6 +72,8 @@ interface Worker {
   readonly agent: ReturnType<typeof createAgent>;
   /** Dies right after its human-in-the-loop hook returns (its decisions stored, no tool run yet), once. */
   killAfterReview: boolean;
+  /** Stalls (as by SIGSTOP) this long after loading the checkpoint and before its human-in-the-loop hook runs, once. */
+  stallBeforeReview: number;
 }
 
 const AI_MESSAGE_ID = "explorer-ai-1";
@@ -138,7 +140,7 @@ export async function runHitlSchedule(seed: number, options: ScheduleOptions): P
     const model = fakeModel();
     // The fake model answers one queued entry per call: enough of them for every run of the thread on this worker.
     for (let i = 0; i < 200; i++) model.respond(modelTurn);
-    const worker: Worker = { process, gate, killAfterReview: false, agent: undefined as unknown as Worker["agent"] };
+    const worker: Worker = { process, gate, killAfterReview: false, stallBeforeReview: 0, agent: undefined as unknown as Worker["agent"] };
     const hitl = effectgateHumanInTheLoop(gate, { scope: () => scope, reviewer: "reviewer" });
     const agent = createAgent({
       model,
@@ -151,7 +153,7 @@ export async function runHitlSchedule(seed: number, options: ScheduleOptions): P
     return worker;
   }
 
-  /** The human-in-the-loop middleware, with a kill of its worker right after its hook returned (when armed). */
+  /** The human-in-the-loop middleware, with a stall of its worker before its hook and a kill right after it (when armed). */
   function interruptibleAfter(hitl: AgentMiddleware, worker: Worker): AgentMiddleware {
     const own = hitl as unknown as { afterModel?: unknown };
     const hook = typeof own.afterModel === "function" ? (own.afterModel as (...args: unknown[]) => Promise<unknown>) : undefined;
@@ -159,6 +161,11 @@ export async function runHitlSchedule(seed: number, options: ScheduleOptions): P
     return {
       ...hitl,
       afterModel: async (...args: unknown[]) => {
+        if (worker.stallBeforeReview > 0) {
+          world.freeze(worker.process, worker.stallBeforeReview, "before its human-in-the-loop hook (its checkpoint loaded)");
+          worker.stallBeforeReview = 0;
+          await world.running(worker.process);
+        }
         const out = await hook(...args);
         if (worker.killAfterReview && worker.process.state === "running") {
           worker.killAfterReview = false;
@@ -261,7 +268,12 @@ export async function runHitlSchedule(seed: number, options: ScheduleOptions): P
     for (let attempt = 0; attempt < 8; attempt++) {
       const first = await anyWorker();
       const targets = [first];
-      if (attempt === 0 && how === "twice") targets.push(await anyWorker(first));
+      if (attempt === 0 && how === "twice") {
+        // The duplicate delivery: at once, or to a worker that stalls after loading the same checkpoint.
+        const twin = await anyWorker(first);
+        twin.stallBeforeReview = agentRng.pick([0, 0, 50, 3_000, 20_000]);
+        targets.push(twin);
+      }
       if (attempt === 0 && how === "interrupted") first.killAfterReview = true;
       const outs = await Promise.all(targets.map(async (w) => {
         const next = attempt === 0 ? { input } : await again(w, input);
