@@ -38,7 +38,7 @@ const ON_MAIN: Partial<Record<NonNullable<ExploreOptions["entry"]>, Readonly<Rec
   mcp: {
     4: "defect 3: two MCP gateways on one ledger answer each other's calls (the derived key names no upstream): A's call answered with B's result",
     15: "defect 3: B's call answered with A's result, B never called",
-    28: "defect 2: the MCP dedupe window counts from creation: a call repeated soon after it settled gets a second generation",
+    28: "defect 2: the MCP dedupe window counts from creation: a call a person settled after the window runs again when the host repeats it as told",
   },
   "langchain-hitl": {
     2: "defect 8: the resume delivered twice: the stalled second run finds every call decided, skips the edits and sends the originals on: EG_KEY_MISMATCH, the thread's last word",
