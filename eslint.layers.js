@@ -26,10 +26,10 @@ const OPTIONAL_SDKS = "^(@openai/agents|@langchain/|langchain($|/)|ai($|/)|@anth
 /** A relative import that climbs out of the folder into `folder` (at any depth below src/). */
 const into = (folders) => `^(\\.\\./)+(${folders.join("|")})(/|\\.js$)`;
 
-function layerRules(folder) {
+function layerRules(folder, { files = [`src/${folder}/**/*.ts`], sdks = folder === "adapters" } = {}) {
   const forbidden = FOLDERS.filter((f) => f !== folder && !MAY_IMPORT[folder].includes(f));
   return {
-    files: [`src/${folder}/**/*.ts`],
+    files,
     rules: {
       "no-restricted-imports": ["error", {
         patterns: [
@@ -42,7 +42,7 @@ function layerRules(folder) {
             regex: "^(\\.\\./)+(index|sqlite|postgres|server|operator|testing|mcp|ai-sdk|anthropic|openai-agents|langchain|console|prometheus|otel)\\.js$",
             message: `src/${folder} must not import a package entry: entries sit above it (docs/ARCHITECTURE.md).`,
           }]),
-          ...(folder === "adapters" ? [] : [{
+          ...(sdks ? [] : [{
             regex: OPTIONAL_SDKS,
             message: `src/${folder} must not import an agent SDK: SDKs are optional peers, imported only by src/adapters/ and the adapter entries.`,
           }]),
@@ -54,7 +54,10 @@ function layerRules(folder) {
 
 /** The no-restricted-imports configs, one per folder of src/, plus the entries' and the demo's. */
 export const layerConfigs = [
-  ...FOLDERS.map(layerRules),
+  ...FOLDERS.map((folder) => layerRules(folder)),
+  // The fault explorer's entry points drive the SDKs themselves; each is loaded only by a dynamic import
+  // (src/testing/explorer/entries/load.ts), so effectgate/testing loads without them (test/explorer/entries.test.ts).
+  layerRules("testing", { files: ["src/testing/explorer/entries/**/*.ts"], sdks: true }),
   {
     // The package entries: anything below them, never the CLI.
     files: ["src/*.ts"],

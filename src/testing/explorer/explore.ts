@@ -14,6 +14,8 @@ import { INVARIANTS, type Invariant, type Violation } from "./invariants.js";
 import type { ProxyCounts, ProxyFaultRates } from "./pg-proxy.js";
 import { dropSchema } from "./pg-schema.js";
 import { watchProcessFaults } from "./process-faults.js";
+import type { EntryName } from "./entries/entry.js";
+import { loadEntry } from "./entries/load.js";
 import { runSchedule, type ScheduleLedger, type ScheduleOptions, type ScheduleResult } from "./schedule.js";
 
 export type ExplorerLedger =
@@ -41,6 +43,12 @@ export interface ExploreOptions {
   readonly stopAtFirstViolation?: boolean;
   /** Called after each schedule. */
   readonly onSchedule?: (result: ScheduleResult) => void;
+  /**
+   * Which front door the schedules drive (default "gate": runToolUses): an SDK adapter's tool as
+   * its SDK calls it, the MCP gateway, LangChain's human-in-the-loop, or the Idempotency-Key
+   * middleware. Each loads its optional peer only when chosen (docs/testing.md, "Entry points").
+   */
+  readonly entry?: EntryName;
 }
 
 export interface ExploreReport {
@@ -64,6 +72,8 @@ export async function explore(options: ExploreOptions = {}): Promise<ExploreRepo
   const count = options.schedules ?? 1000;
   const first = options.seed ?? 1;
   const started = performance.now();
+  const entry = await loadEntry(options.entry ?? "gate");
+  const schedule = entry.kind === "world" ? entry.run.bind(entry) : (seed: number, o: ScheduleOptions) => runSchedule(seed, { ...o, entry });
   const opener = await openerFor(options.ledger ?? "memory");
   const faults: FaultCounts = { crashes: 0, freezes: 0, ledgerFailures: 0, lostReplies: 0 };
   const byInvariant = Object.fromEntries(INVARIANTS.map((i) => [i, 0])) as Record<Invariant, number>;
@@ -77,7 +87,7 @@ export async function explore(options: ExploreOptions = {}): Promise<ExploreRepo
   try {
     for (let i = 0; i < count; i++) {
       const seed = first + i;
-      const result = await runSchedule(seed, {
+      const result = await schedule(seed, {
         ledger: (s, clock) => opener.open(s, clock), trace: options.trace === true,
         ...(options.systems ? { systems: options.systems } : {}),
         ...(options.workload ? { workload: options.workload } : {}),

@@ -14,6 +14,7 @@ import { createGate, type Gate } from "../../root/create-gate.js";
 import { decideApproval } from "../../governance/approvals.js";
 import { simulatedDownstream, type SimulatedSystem } from "./downstream.js";
 import { Faults, type FaultCounts } from "./faults.js";
+import { gateEntry, type AskEntry } from "./entries/entry.js";
 import { checkInvariants, type Answer, type Violation } from "./invariants.js";
 import { faultyLedger } from "./ledger.js";
 import { seededRng, type Rng } from "./rng.js";
@@ -38,6 +39,8 @@ export interface ScheduleOptions {
   readonly trace?: boolean;
   /** Override the drawn workload (tests of the explorer itself). */
   readonly workload?: (rng: Rng, prefix: string) => Workload;
+  /** How a worker is asked each call (default: its gate's runToolUses); see entries/entry.ts. */
+  readonly entry?: AskEntry;
 }
 
 export interface ScheduleResult {
@@ -166,9 +169,9 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
    * started the tool for that call by then is exact (I4).
    */
   async function ask(worker: Worker, message: readonly Call[], phase: Answer["phase"]): Promise<ToolResultBlock[] | "died"> {
+    const entry = options.entry ?? gateEntry;
     const one = (call: Call): Promise<ToolResultBlock> =>
-      world.answerOf(worker.process, worker.gate.runToolUses([call.block], scope)).then(([block]) => {
-        if (!block) throw new Error(`runToolUses gave no answer for ${call.block.id}`);
+      world.answerOf(worker.process, entry.answer(worker.gate, call.block, scope)).then((block) => {
         answers.push({
           ref: call.ref, toolUseId: call.block.id, worker: worker.process.name, phase, at: world.now,
           content: block.content, isError: block.is_error === true,
@@ -178,7 +181,7 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
         return block;
       });
     const answered = Promise.all(message.map(one)).catch((err: unknown) => {
-      violations.push({ seed, invariant: "I3", message: `runToolUses threw on ${worker.process.name}: ${String(err)}` });
+      violations.push({ seed, invariant: "I3", message: `${entry.name === "gate" ? "runToolUses" : `the ${entry.name} entry`} threw on ${worker.process.name}: ${String(err)}` });
       return "died" as const;
     });
     return Promise.race([answered, world.died(worker.process).then(() => "died" as const)]);
