@@ -351,6 +351,8 @@ export async function runHitlSchedule(seed: number, options: ScheduleOptions): P
     faults.stop();
     const operator = startWorker("final");
     for (let round = 0; ; round++) {
+      // Late replies still being recorded land first (as in schedule.ts), so the thread is judged against the settled ledger.
+      await Promise.all([...live, operator].map((w) => world.answerOf(w.process, w.gate.drain())));
       for (const w of [...live, operator]) await world.answerOf(w.process, w.gate.recover()).catch(() => undefined);
       await reviewLeftovers();
       const state: ThreadState = await world.answerOf<ThreadState>(operator.process, operator.agent.getState(thread));
