@@ -4,10 +4,11 @@
  * schedules run, faults injected, violations by invariant and time, and writes the raw JSON to
  * bench/results/explore-<date>.json.
  *
- *   npm run bench:explore [-- --memory N --sqlite N --postgres N --postgres-proxy N --kills-sqlite N --kills-postgres N --seed N --lanes N --out FILE]
+ *   npm run bench:explore [-- --memory N --sqlite N --postgres N --postgres-proxy N --sqlite-driver N --kills-sqlite N --kills-postgres N --seed N --lanes N --out FILE]
  *
  * --postgres-proxy runs PostgreSQL schedules through the explorer's TCP proxy, which also cuts
- * connections, drops and delays replies after COMMIT and stalls, inside group-commit batches too.
+ * connections, drops and delays replies after COMMIT and stalls, inside group-commit batches too;
+ * --sqlite-driver runs SQLite schedules whose writes meet real SQLITE_BUSY and SQLITE_IOERR.
  *
  * Parts can run in separate processes at once (say, the simulated parts in one and the kills in
  * another, each with the other's counts set to 0 and its own --out).
@@ -31,6 +32,7 @@ const parts = {
   sqlite: arg("sqlite", 25_000),
   postgres: arg("postgres", 2_000),
   postgresProxy: arg("postgres-proxy", 2_000),
+  sqliteDriver: arg("sqlite-driver", 5_000),
   killsSqlite: arg("kills-sqlite", 6_000),
   killsPostgres: arg("kills-postgres", 4_000),
 };
@@ -54,6 +56,7 @@ async function main(): Promise<void> {
     ["memory", parts.memory, { ledger: "memory", seed: SEED }],
     ["sqlite", parts.sqlite, { ledger: "sqlite", seed: SEED + 1_000_000 }],
     ["postgres", parts.postgres, { ledger: { postgres: PG }, seed: SEED + 2_000_000 }],
+    ["sqlite-driver", parts.sqliteDriver, { ledger: { sqlite: true, driverFaults: true }, seed: SEED + 4_000_000 }],
     ["postgres-proxy", parts.postgresProxy, { ledger: { postgres: PG, proxy: true }, seed: SEED + 3_000_000 }],
   ];
   for (const [name, schedules, options] of simulated) {
@@ -61,7 +64,7 @@ async function main(): Promise<void> {
     const r = await explore({ ...options, schedules, onSchedule: progress(name, 5_000) });
     line(`simulated, ${name}`, r, `${r.schedules} schedules, ${r.calls} calls, ${r.faults.crashes} crashes, ${r.faults.freezes} stalls, ` +
       `${r.faults.ledgerFailures} ledger failures, ${r.faults.lostReplies} lost commit replies` +
-      (r.proxy ? `, proxy ${JSON.stringify(r.proxy)}` : "") + `, process faults ${r.processFaults.length}`);
+      (r.proxy ? `, proxy ${JSON.stringify(r.proxy)}` : "") + (r.driver ? `, driver ${JSON.stringify(r.driver)}` : "") + `, process faults ${r.processFaults.length}`);
     results[name] = { ...r, traces: undefined };
   }
   const killed: [string, number, Parameters<typeof exploreKills>[0]][] = [

@@ -12,6 +12,7 @@ import { sqliteLedger } from "../../stores/sqlite/index.js";
 import type { FaultCounts } from "./faults.js";
 import { INVARIANTS, type Invariant, type Violation } from "./invariants.js";
 import type { ProxyCounts, ProxyFaultRates } from "./pg-proxy.js";
+import type { DriverCounts, DriverFaultRates } from "./sqlite-faults.js";
 import { dropSchema } from "./pg-schema.js";
 import { watchProcessFaults } from "./process-faults.js";
 import type { EntryName } from "./entries/entry.js";
@@ -21,6 +22,8 @@ import { runSchedule, type ScheduleLedger, type ScheduleOptions, type ScheduleRe
 export type ExplorerLedger =
   | "memory"
   | "sqlite"
+  /** SQLite with real driver faults inside its batches: SQLITE_BUSY and SQLITE_IOERR at seeded points (sqlite-faults.ts; `true`: the default rates). */
+  | { readonly sqlite: true; readonly driverFaults: true | DriverFaultRates }
   /** With `proxy`: through a TCP proxy that cuts connections, drops COMMIT replies, delays and stalls (proxy-ledger.ts; `true`: the default rates). */
   | { readonly postgres: string; readonly proxy?: true | ProxyFaultRates }
   /** Your own: open (or reuse) a ledger for schedule `seed`, judging time by `clock`. */
@@ -63,6 +66,8 @@ export interface ExploreReport {
   readonly processFaults: readonly { readonly seed: number; readonly message: string }[];
   /** With a proxied PostgreSQL ledger: what the proxy injected. */
   readonly proxy?: ProxyCounts;
+  /** With SQLite driver faults: what was injected, and how many writes they failed. */
+  readonly driver?: DriverCounts;
   /** With `trace: true`: the traces of the schedules that violated something (the first 20), or of the one schedule run. */
   readonly traces: ReadonlyMap<number, readonly string[]>;
   readonly ms: number;
@@ -108,9 +113,11 @@ export async function explore(options: ExploreOptions = {}): Promise<ExploreRepo
     await opener.close();
   }
   const proxy = opener.counts?.();
+  const driver = opener.driverCounts?.();
   return {
     ledger: opener.name, schedules: ran, calls, faults, workersStarted, violations, byInvariant, processFaults, traces, ms: performance.now() - started,
     ...(proxy ? { proxy } : {}),
+    ...(driver ? { driver } : {}),
   };
 }
 
@@ -118,6 +125,7 @@ interface Opener {
   readonly name: string;
   open(seed: number, clock: () => number): Promise<ScheduleLedger>;
   counts?(): ProxyCounts;
+  driverCounts?(): DriverCounts;
   close(): Promise<void>;
 }
 
@@ -150,6 +158,11 @@ async function openerFor(ledger: ExplorerLedger): Promise<Opener> {
     const dir = mkdtempSync(join(tmpdir(), "effectgate-explore-"));
     const stores = sqliteLedger(join(dir, "ledger.db"), { durability: "process", clock: () => clock() });
     return shared(stores, "sqlite", async () => rmSync(dir, { recursive: true, force: true }));
+  }
+  if ("sqlite" in ledger) {
+    const { faultySqlite } = await import("./sqlite-faults.js");
+    const opener = faultySqlite(ledger.driverFaults === true ? undefined : ledger.driverFaults);
+    return { name: opener.name, open: (seed, clock) => opener.open(seed, clock), driverCounts: () => opener.counts(), close: () => opener.close() };
   }
   if (ledger.proxy !== undefined) {
     const { proxiedPostgres } = await import("./proxy-ledger.js");
