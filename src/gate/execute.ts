@@ -233,6 +233,7 @@ async function recordSuccess(rt: Runtime, call: Call, held: CallRecord, result: 
       tenant: held.tenant, key: held.key, tool: held.tool,
     });
   }
+  if (done.kind === "written" && call.note) call.note.recorded = done.record;
   if (done.kind === "written") await rt.faults?.("after_record", { tool: held.tool, key: held.key, toolUseId: call.toolUseId });
   return block;
 }

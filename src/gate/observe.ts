@@ -10,6 +10,7 @@
 import { errorCodeOf, type ToolResultBlock } from "../core/blocks.js";
 import type { EffectClass } from "../core/effect-class.js";
 import type { CallState } from "../core/states.js";
+import type { CallRecord } from "../contracts/calls.js";
 import type { Alert } from "./alerts.js";
 
 /**
@@ -80,6 +81,12 @@ export class CallNote {
   approvalId: string | undefined;
   /** Set when the repeats policy answered the call with an earlier call's result: what the model is told about it. */
   collapsed: string | undefined;
+  /**
+   * The completed record that answered the call, when the pipeline had it in hand (a first run's
+   * written outcome, a replay's record, a collapse's own record): what runTool returns as the
+   * value, with no read of the ledger after the call.
+   */
+  recorded: CallRecord | undefined;
   readonly probes: ProbeOutcome[] = [];
 }
 

@@ -174,6 +174,7 @@ function replayed(rt: Runtime, call: Pick<Call, "toolUseId" | "note">, record: C
   if (call.note) {
     call.note.replayed = true;
     call.note.state = record.state;
+    call.note.recorded = record;
   }
   return replayRecord(call.toolUseId, record);
 }

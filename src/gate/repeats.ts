@@ -145,6 +145,7 @@ async function answerRepeat(rt: Runtime, call: Call, c: RepeatableCall, earlier:
     call.note.replayed = true;
     call.note.state = "completed";
     call.note.collapsed = said;
+    call.note.recorded = written.record;
   }
   return resultBlock(call.toolUseId, collapsedPreamble(said) + renderResult(earlier.result), false);
 }

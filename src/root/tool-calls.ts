@@ -92,12 +92,18 @@ export function toolCallSurface(kernel: Kernel, governance: Governance, checkSco
     const block = await kernel.runCall({ type: "tool_use", id: call.id, name: call.name, input: call.input }, scope, tool ? { tool, note } : { note });
     if (block.is_error) return { ok: false, code: errorCodeOf(block), message: block.content, approvalId: awaitingApproval(block), block };
     if (registered?.effect === "read") return { ok: true, result: toJson(returned?.value), block };
-    // A write or destructive call that succeeded has its record: the value is the recorded one, on a first run and on every replay.
-    const prepared = await prepareCall(kernel.tools, { type: "tool_use", id: call.id, name: call.name, input: call.input }, scope);
-    const record = prepared.ok ? await kernel.calls.get(scope.tenant, prepared.call.key) : undefined;
+    // A write or destructive call that succeeded has its record: the value is the recorded one, on a first run and on every
+    // replay. The pipeline hands over the record it wrote or answered from; it is read back only when it had none in hand
+    // (an outcome whose write is still being retried, a twin's record).
+    const record = note.recorded ?? await recordOf(call, scope);
     if (record?.state === "completed") return { ok: true, result: record.result, ...(note.collapsed === undefined ? {} : { collapsed: note.collapsed }), block };
     // Unreachable unless the record moved meanwhile (compensated): answer with what the block said.
     return { ok: true, result: block.content, block };
+  }
+
+  async function recordOf(call: ToolCall, scope: Scope) {
+    const prepared = await prepareCall(kernel.tools, { type: "tool_use", id: call.id, name: call.name, input: call.input }, scope);
+    return prepared.ok ? await kernel.calls.get(scope.tenant, prepared.call.key) : undefined;
   }
 
   async function approvalFor(call: ToolCall, scope: Scope, options: { readonly file?: boolean } = {}): Promise<ApprovalStatus> {
