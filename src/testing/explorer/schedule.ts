@@ -18,7 +18,8 @@ import { gateEntry, type AskEntry } from "./entries/entry.js";
 import { checkInvariants, type Answer, type Violation } from "./invariants.js";
 import { faultyLedger } from "./ledger.js";
 import { seededRng, type Rng } from "./rng.js";
-import { drawWorkload, type Workload } from "./workload.js";
+import { drawTurns, drawWorkload, type Turns, type Workload } from "./workload.js";
+import { repeatPolicyOf } from "../../core/repeats.js";
 import { World, type Process } from "./world.js";
 
 /** Where a schedule keeps its records: a ledger (fresh, or shared with a tenant of its own). */
@@ -62,7 +63,12 @@ interface Call {
   readonly block: ToolUseBlock;
   readonly system: SimulatedSystem;
   readonly tool: AnyTool;
+  /** A later turn's call: another call under an earlier call's id, or a re-plan of an earlier call under a new id (workload.ts Turns). */
+  readonly turn?: "reuse" | "replan";
 }
+
+/** Mixed into the seed for the turns' own stream (workload.ts drawTurns). */
+const TURN_STREAM = 0x2545f491;
 
 const ASK_AGAIN = /^(EG_IN_PROGRESS|EG_LEDGER_UNAVAILABLE|EG_AWAITING_APPROVAL)\b/;
 
@@ -74,9 +80,14 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
   const scope = { tenant: opened.tenant, task: `schedule-${seed}` };
   const workloadRng = rng.fork();
   const workload = options.workload?.(workloadRng, opened.prefix) ?? drawWorkload(workloadRng);
+  // Reused ids and re-plans, on the gate's own entry with the built-in world (a scripted workload or your own systems keep theirs).
+  const turns: Turns | undefined = options.workload || options.systems || (options.entry && options.entry.name !== "gate")
+    ? undefined : drawTurns(seededRng((seed ^ TURN_STREAM) >>> 0), workload);
   const systemRng = rng.fork();
   const systems: SimulatedSystem[] = options.systems?.(world, systemRng, opened.prefix) ??
-    workload.downstreams.map((config) => simulatedDownstream(world, systemRng.fork(), { ...config, name: `${opened.prefix}${config.name}` }));
+    workload.downstreams.map((config, i) => simulatedDownstream(world, systemRng.fork(), {
+      ...config, name: `${opened.prefix}${config.name}`, ...(turns?.repeats[i] ? { repeats: turns.repeats[i] } : {}),
+    }));
   const faults = new Faults(world, rng.fork(), workload.rates, { ...workload.budget });
   const agentRng = rng.fork();
   const violations: Violation[] = [];
@@ -96,6 +107,35 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     calls.push({ ref, system, tool, block: { type: "tool_use", id: `toolu_${i}`, name: made.tool, input: made.input } });
   }
   const messages = workload.messages.map((ids) => ids.map((i) => calls[i]!));
+  if (turns) extendTurns(turns);
+
+  /** Puts each later turn's message right after the message it follows up (while a kept outcome may still be in memory). */
+  function extendTurns(plan: Turns): void {
+    const turnRng = seededRng((seed ^ TURN_STREAM ^ 0x68e31da4) >>> 0);
+    const out: Call[][] = [];
+    messages.forEach((message, m) => {
+      out.push(message);
+      for (const extra of plan.extra.filter((e) => e.after === m)) {
+        const earlier = message[extra.at]!;
+        if (extra.kind === "reuse") {
+          const system = systems[turnRng.int(systems.length)]!;
+          const ref = `${opened.prefix}call_${calls.length}`;
+          const made = system.newCall(turnRng, ref);
+          const tool = system.toolsFor(world.process("probe-only")).find((t) => t.name === made.tool)!;
+          const call: Call = { ref, system, tool, turn: "reuse", block: { type: "tool_use", id: earlier.block.id, name: made.tool, input: made.input } };
+          calls.push(call);
+          out.push([call]);
+        } else if (repeatPolicyOf(earlier.tool) && typeof earlier.block.input === "object" && earlier.block.input !== null) {
+          // The same intent as the tool reads it: a field its schema strips, the keys in another order.
+          const input = Object.fromEntries([["note", "re-planned"], ...Object.entries(earlier.block.input).reverse()]);
+          const call: Call = { ...earlier, turn: "replan", block: { type: "tool_use", id: `${earlier.block.id}_r${calls.length}`, name: earlier.block.name, input } };
+          calls.push(call);
+          out.push([call]);
+        }
+      }
+    });
+    messages.splice(0, messages.length, ...out);
+  }
 
   const live: Worker[] = [];
   let started = 0;
