@@ -43,6 +43,8 @@ export interface Answer {
   readonly at: number;
   readonly content: string;
   readonly isError: boolean;
+  /** How many times the call's effect had been applied downstream when the answer was given (I4 across workers). */
+  readonly effectsBefore?: number;
   /** Whether the answering worker had started the tool for this call before answering. */
   readonly ranHere: boolean;
 }
@@ -61,7 +63,7 @@ export interface Evidence {
 const NOTHING_RAN = /nothing was executed/i;
 /** Answers that end a call before it was ever claimed: a person (or the policy) refused it. */
 const REPEATED = /^EG_REPEATED_CALL\b/;
-const REFUSED = /^EG_(APPROVAL_DENIED|APPROVAL_EXPIRED|AWAITING_APPROVAL|NOT_GRANTED|KILL_SWITCH|QUOTA_EXCEEDED|BREAKER_OPEN)\b/;
+const REFUSED = /^EG_(INVALID_INPUT|APPROVAL_DENIED|APPROVAL_EXPIRED|AWAITING_APPROVAL|NOT_GRANTED|KILL_SWITCH|QUOTA_EXCEEDED|BREAKER_OPEN)\b/;
 
 /** The logical call a record's input names, when the input names one (the built-in downstreams' `ref`). */
 function refOf(record: CallRecord): string | undefined {
@@ -127,6 +129,9 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
     for (const a of said) {
       if (a.ranHere && NOTHING_RAN.test(a.content)) {
         fail("I4", `${a.worker} told the agent "${a.content.slice(0, 200)}" for ${a.toolUseId} after it had started the tool`);
+      } else if ((a.effectsBefore ?? 0) > 0 && NOTHING_RAN.test(a.content)) {
+        // Judged across workers: whoever answers, the downstream had already applied this call.
+        fail("I4", `${a.worker} told the agent "${a.content.slice(0, 200)}" for ${a.toolUseId}, whose effect had already happened downstream`);
       }
     }
 

@@ -143,7 +143,8 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
 
   function startWorker(name: string): Worker {
     const process = world.process(name);
-    const tools = systems.flatMap((s) => s.toolsFor(process)).map((tool) => counted(tool, process));
+    const release = name === "release" ? tightened : (tool: AnyTool) => tool;
+    const tools = systems.flatMap((s) => s.toolsFor(process)).map((tool) => counted(release(tool), process));
     // The ledger wrapper reads the gate's owner id lazily, once the gate exists.
     const holder: { gate?: Gate } = {};
     const gate = createGate({
@@ -213,6 +214,7 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     const one = (call: Call): Promise<ToolResultBlock> =>
       world.answerOf(worker.process, entry.answer(worker.gate, call.block, scope)).then((block) => {
         answers.push({
+          effectsBefore: call.system.effects(call.ref),
           ref: call.ref, toolUseId: call.block.id, worker: worker.process.name, phase, at: world.now,
           content: block.content, isError: block.is_error === true,
           ranHere: (runs.get(`${worker.process.name}\u0001${call.block.id}`) ?? 0) > 0,
@@ -276,6 +278,8 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     // Settle: no more faults; thaw everything, let the live workers finish, recover, replay once.
     faults.stop();
     const operator = startWorker("final");
+    // With a later release (tighter schemas), a worker of it replays the settled messages once more, after the operator's own replay.
+    const release = turns?.tightenOnFinal === true ? startWorker("release") : undefined;
     const horizon = Math.max(workload.leaseMs, ...calls.map((c) => c.tool.settleMs ?? 0)) + 1;
     const heldNow = async () =>
       (await world.track(base.calls.list({ tenant: scope.tenant, limit: 1000 }))).filter((r) => r.state === "in_progress" || r.state === "uncertain");
@@ -290,7 +294,13 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
         await operator.gate.drain();
         held = await heldNow();
         const open = answers.filter((a) => a.phase === "final").slice(-calls.length).some((a) => ASK_AGAIN.test(a.content));
-        if (held.length === 0 && !open) break;
+        if (held.length === 0 && !open) {
+          if (release) {
+            for (const message of messages) await ask(release, message, "final");
+            await release.gate.drain();
+          }
+          break;
+        }
       }
       if (round >= 40) {
         finalRecovery = `after 40 rounds of recovery and replay, ${held.map((r) => `${r.key} (${r.state}, owner ${r.owner ?? "none"})`).join(", ") || "some answers"} still not settled`;
@@ -299,7 +309,7 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
       await world.until(world.now + horizon + 30_000);
     }
     await operator.gate.drain();
-    for (const w of [...live, operator]) await w.gate.close();
+    for (const w of [...live, operator, ...(release ? [release] : [])]) await w.gate.close();
     records = await world.track(base.calls.list({ tenant: scope.tenant, limit: 1000 }));
   })();
 
@@ -317,6 +327,23 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     seed, calls: calls.length, faults: faults.counts, workersStarted: started + 1,
     violations: dedupe(violations), trace: world.trace,
   };
+}
+
+/** The same tool in a later release whose schema refuses what the earlier one took (an amount over 250): a replay of a call the ledger holds must still be answered from its record. */
+function tightened(tool: AnyTool): AnyTool {
+  const inner = tool.input["~standard"];
+  return {
+    ...tool,
+    input: {
+      "~standard": {
+        ...inner,
+        validate: (value: unknown) => {
+          const amount = (value as { amount?: unknown } | null)?.amount;
+          return typeof amount === "number" && amount > 250 ? { issues: [{ message: "amount must be at most 250 (tightened in this release)" }] } : inner.validate(value);
+        },
+      },
+    },
+  } as AnyTool;
 }
 
 function dedupe(violations: readonly Violation[]): Violation[] {

@@ -94,10 +94,12 @@ export interface Turns {
   readonly repeats: readonly ("collapse" | "refuse" | undefined)[];
   /** After message `after`: reuse the id of its call at `at` for a new call, or re-plan that call. */
   readonly extra: readonly { readonly after: number; readonly at: number; readonly kind: "reuse" | "replan" }[];
+  /** The worker that settles the schedule runs a release whose schemas are tighter (an amount over 250 is refused). */
+  readonly tightenOnFinal: boolean;
 }
 
 export function drawTurns(rng: Rng, workload: Workload): Turns {
-  const none: Turns = { repeats: workload.downstreams.map(() => undefined), extra: [] };
+  const none: Turns = { repeats: workload.downstreams.map(() => undefined), extra: [], tightenOnFinal: false };
   if (!rng.chance(0.5)) return none;
   const repeats = workload.downstreams.map((d) => (d.effect === "write" && rng.chance(0.6) ? rng.pick(["collapse", "refuse"] as const) : undefined));
   const extra: { after: number; at: number; kind: "reuse" | "replan" }[] = [];
@@ -105,5 +107,5 @@ export function drawTurns(rng: Rng, workload: Workload): Turns {
     if (rng.chance(0.35)) extra.push({ after, at: rng.int(message.length), kind: "reuse" });
     if (rng.chance(0.35)) extra.push({ after, at: rng.int(message.length), kind: "replan" });
   });
-  return { repeats, extra };
+  return { repeats, extra, tightenOnFinal: rng.chance(0.4) };
 }
