@@ -343,7 +343,7 @@ function tightened(tool: AnyTool): AnyTool {
         },
       },
     },
-  } as AnyTool;
+  };
 }
 
 function dedupe(violations: readonly Violation[]): Violation[] {
