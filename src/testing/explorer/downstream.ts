@@ -66,6 +66,8 @@ export interface DownstreamConfig {
   readonly toolHonoursAbort: boolean;
   /** The tool awaits this long (simulated) before sending, e.g. for a token: a window in which its process may stall. */
   readonly preSendMs: number;
+  /** The tool's intent window (its `repeats` policy), for re-plans under a new id; undefined: the effect class's default. */
+  readonly repeats?: "collapse" | "refuse";
   /** What happens to the first requests, in order (a scripted scenario); later ones are drawn from the rates above. */
   readonly script?: readonly ScriptedRequest[];
   /**
@@ -193,6 +195,8 @@ export function simulatedDownstream(world: World, rng: Rng, config: DownstreamCo
       timeoutMs: config.timeoutMs,
       ...(config.settleMs === undefined ? {} : { settleMs: config.settleMs }),
       ...(config.honoursKeys || config.lie === "claims_idempotent" ? { downstreamIdempotent: true } : {}),
+      // A window longer than any schedule: a re-plan is always the same intent as the call it repeats.
+      ...(config.repeats ? { repeats: { action: config.repeats, windowMs: 30 * 86_400_000 } } : {}),
       ...(config.effect === "destructive"
         ? { dryRun: (input: { ref: string; amount: number }) => ({ effect: `would_${config.name}`, would_affect: { ref: input.ref, amount: input.amount }, reversible: false }) }
         : {}),

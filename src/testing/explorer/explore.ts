@@ -62,7 +62,7 @@ export interface ExploreReport {
   readonly workersStarted: number;
   readonly violations: readonly Violation[];
   readonly byInvariant: Readonly<Record<Invariant, number>>;
-  /** Uncaught exceptions and unhandled rejections while a schedule ran (each a violation: no fault may end the process). */
+  /** Uncaught exceptions and unhandled rejections while a schedule ran; each is also an I7 violation (no fault may end the process). */
   readonly processFaults: readonly { readonly seed: number; readonly message: string }[];
   /** With a proxied PostgreSQL ledger: what the proxy injected. */
   readonly proxy?: ProxyCounts;
@@ -98,15 +98,18 @@ export async function explore(options: ExploreOptions = {}): Promise<ExploreRepo
         ...(options.workload ? { workload: options.workload } : {}),
       });
       ran++;
-      for (const message of watch.take()) processFaults.push({ seed, message });
+      // I7: a fault that would have ended the process is a violation of the schedule that ran it.
+      const ended = watch.take().map((message) => ({ seed, message }));
+      processFaults.push(...ended);
+      const found = [...result.violations, ...ended.map((f) => ({ seed, invariant: "I7" as const, message: `would have ended the process: ${f.message}` }))];
       calls += result.calls;
       workersStarted += result.workersStarted;
       for (const k of Object.keys(faults) as (keyof FaultCounts)[]) faults[k] += result.faults[k];
-      for (const v of result.violations) byInvariant[v.invariant]++;
-      if (result.violations.length > 0 && violations.length < 200) violations.push(...result.violations);
-      if (options.trace === true && (result.violations.length > 0 || count === 1) && traces.size < 20) traces.set(seed, result.trace);
-      options.onSchedule?.(result);
-      if (options.stopAtFirstViolation === true && (result.violations.length > 0 || processFaults.length > 0)) break;
+      for (const v of found) byInvariant[v.invariant]++;
+      if (found.length > 0 && violations.length < 200) violations.push(...found);
+      if (options.trace === true && (found.length > 0 || count === 1) && traces.size < 20) traces.set(seed, result.trace);
+      options.onSchedule?.(ended.length > 0 ? { ...result, violations: found } : result);
+      if (options.stopAtFirstViolation === true && found.length > 0) break;
     }
   } finally {
     watch.stop();

@@ -12,7 +12,12 @@
  * - I5: every successful answer is the recorded result, verbatim, and that is the result the
  *   downstream actually produced (when the worker that got it died before its write landed, the
  *   call waits for a person, and the answer it gave is still the downstream's real result);
- * - I6: a stale holder never overwrites a newer holder's record (watched in ledger.ts).
+ * - I6: a stale holder never overwrites a newer holder's record (watched in ledger.ts);
+ * - I7: no fault ends the process: an uncaught exception or unhandled rejection while a schedule
+ *   runs (an unhandled 'error' of a database connection, say) would have ended an agent's process
+ *   (watched in explore.ts, process-faults.ts);
+ * - I8: a recorded state never contradicts the downstream without a finding: a call a person
+ *   settled as failed whose effect the gate then heard of (a late reply) carries a finding.
  */
 import { renderResult } from "../../core/blocks.js";
 import type { Json } from "../../core/json.js";
@@ -20,9 +25,9 @@ import type { AnyTool } from "../../core/tool.js";
 import type { CallRecord } from "../../contracts/calls.js";
 import type { SimulatedSystem } from "./downstream.js";
 
-export type Invariant = "I1" | "I2" | "I3" | "I4" | "I5" | "I6";
+export type Invariant = "I1" | "I2" | "I3" | "I4" | "I5" | "I6" | "I7" | "I8";
 
-export const INVARIANTS: readonly Invariant[] = ["I1", "I2", "I3", "I4", "I5", "I6"];
+export const INVARIANTS: readonly Invariant[] = ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8"];
 
 export interface Violation {
   readonly seed: number;
@@ -38,12 +43,18 @@ export interface Answer {
   readonly at: number;
   readonly content: string;
   readonly isError: boolean;
+  /** How many times the call's effect had been applied downstream when the answer was given (I4 across workers). */
+  readonly effectsBefore?: number;
   /** Whether the answering worker had started the tool for this call before answering. */
   readonly ranHere: boolean;
 }
 
 export interface Evidence {
-  readonly calls: readonly { readonly ref: string; readonly block: { readonly id: string }; readonly system: SimulatedSystem; readonly tool: AnyTool }[];
+  readonly calls: readonly {
+    readonly ref: string; readonly block: { readonly id: string }; readonly system: SimulatedSystem; readonly tool: AnyTool;
+    /** A later turn's call (schedule.ts): another call under an earlier id, or a re-plan of an earlier call under a new id. */
+    readonly turn?: "reuse" | "replan";
+  }[];
   readonly answers: readonly Answer[];
   /** The final record of each call, by key (the tool_use id). */
   readonly records: ReadonlyMap<string, CallRecord>;
@@ -51,7 +62,14 @@ export interface Evidence {
 
 const NOTHING_RAN = /nothing was executed/i;
 /** Answers that end a call before it was ever claimed: a person (or the policy) refused it. */
-const REFUSED = /^EG_(APPROVAL_DENIED|APPROVAL_EXPIRED|AWAITING_APPROVAL|NOT_GRANTED|KILL_SWITCH|QUOTA_EXCEEDED|BREAKER_OPEN)\b/;
+const REPEATED = /^EG_REPEATED_CALL\b/;
+const REFUSED = /^EG_(INVALID_INPUT|APPROVAL_DENIED|APPROVAL_EXPIRED|AWAITING_APPROVAL|NOT_GRANTED|KILL_SWITCH|QUOTA_EXCEEDED|BREAKER_OPEN)\b/;
+
+/** The logical call a record's input names, when the input names one (the built-in downstreams' `ref`). */
+function refOf(record: CallRecord): string | undefined {
+  const input = record.input as { ref?: unknown } | null;
+  return typeof input === "object" && input !== null && typeof input.ref === "string" ? input.ref : undefined;
+}
 
 export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
   const out: Violation[] = [];
@@ -61,8 +79,31 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
     const effects = system.effects(ref);
     const sends = system.sends(ref);
     const protectedByProbe = tool.probe !== undefined || tool.downstreamIdempotent === true;
-    const record = evidence.records.get(call.block.id);
-    const said = evidence.answers.filter((a) => a.ref === ref);
+    // An id a later turn reused for another call (workload.ts Turns): the one record is the call's whose input it holds.
+    const shared = evidence.calls.some((c) => c !== call && c.block.id === call.block.id);
+    const held = evidence.records.get(call.block.id);
+    const record = held && (!shared || refOf(held) === ref) ? held : undefined;
+    const said = evidence.answers.filter((a) => a.ref === ref && a.toolUseId === call.block.id);
+    // Re-planned (same logical call under another id): whichever of the two runs first is the call, the other its repeat.
+    const replanned = call.turn === undefined && evidence.calls.some((c) => c.turn === "replan" && c.ref === ref);
+    const siblingRecorded = replanned && evidence.calls.some((c) => c.turn === "replan" && c.ref === ref && evidence.records.has(c.block.id));
+    const repeatOfReplan = replanned && (record
+      ? record.state === "failed" // refused as a repeat, or failed before a re-plan ran (the effect counted for both is the re-plan's)
+      : siblingRecorded || REPEATED.test(said.filter((a) => a.phase === "final").at(-1)?.content ?? ""));
+
+    if (call.turn === "replan" || repeatOfReplan) {
+      // The same logical call as the one it re-plans (its effects are counted there): told the one result, or nothing ran.
+      if (record && record.state !== "completed" && record.state !== "failed" && record.state !== "needs_human") {
+        fail("I3", `${ref}'s ${call.turn === "replan" ? "re-plan" : "call"} ${call.block.id} ended ${record.state} (owner ${record.owner ?? "none"})`);
+      }
+      for (const a of said) {
+        if (a.ranHere && NOTHING_RAN.test(a.content)) fail("I4", `${a.worker} told the agent "${a.content.slice(0, 200)}" for ${a.toolUseId} after it had started the tool`);
+      }
+      const real = system.resultOf(ref);
+      const wrong = said.find((a) => !a.isError && (real === undefined || !a.content.includes(renderResult(real as Json))));
+      if (wrong) fail("I5", `${wrong.worker} answered ${call.turn === "replan" ? "the re-plan " : ""}${wrong.toolUseId} of ${ref} with ${wrong.content.slice(0, 160)}, not the one result the downstream produced (${real === undefined ? "none" : renderResult(real as Json).slice(0, 120)})`);
+      continue;
+    }
 
     if (protectedByProbe && effects > 1) fail("I1", `${ref} (${tool.name}) was applied ${effects} times downstream`);
     if (!protectedByProbe && effects > 1) fail("I2", `${ref} (${tool.name}, no probe) was applied ${effects} times downstream`);
@@ -72,8 +113,10 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
 
     const last = said.filter((a) => a.phase === "final").at(-1);
     if (!record) {
-      // Never claimed is an end only when a person or the policy refused it and nothing reached the downstream.
-      if (!(last && REFUSED.test(last.content) && sends === 0)) {
+      // Never claimed is an end only when a person or the policy refused it (or its id was another call's) and nothing reached the downstream.
+      // An id another call took over after this one failed (nothing applied): only nothing downstream is asked of it.
+      const ended = last && ((REFUSED.test(last.content) && sends === 0) || (shared && /^EG_KEY_MISMATCH\b/.test(last.content) && effects === 0));
+      if (!ended) {
         fail("I3", `${ref} (${call.block.id}) has no record after the schedule settled (last answer: ${last?.content.slice(0, 120) ?? "none"}; ${sends} sends)`);
       }
     } else if (record.state !== "completed" && record.state !== "failed" && record.state !== "needs_human") {
@@ -86,6 +129,9 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
     for (const a of said) {
       if (a.ranHere && NOTHING_RAN.test(a.content)) {
         fail("I4", `${a.worker} told the agent "${a.content.slice(0, 200)}" for ${a.toolUseId} after it had started the tool`);
+      } else if ((a.effectsBefore ?? 0) > 0 && NOTHING_RAN.test(a.content)) {
+        // Judged across workers: whoever answers, the downstream had already applied this call.
+        fail("I4", `${a.worker} told the agent "${a.content.slice(0, 200)}" for ${a.toolUseId}, whose effect had already happened downstream`);
       }
     }
 
@@ -104,7 +150,9 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
       const expected = record?.state === "completed" ? renderResult(record.result) : undefined;
       for (const a of successes) {
         if (expected === undefined) {
-          fail("I5", `${a.worker} answered ${a.toolUseId} with a result, but its record is ${record?.state ?? "missing"}`);
+          fail("I5", shared && held && !record
+            ? `${a.worker} answered ${a.toolUseId} (${ref}) with ${a.content.slice(0, 120)}: the result of another call under the same id (${refOf(held) ?? held.key})`
+            : `${a.worker} answered ${a.toolUseId} with a result, but its record is ${record?.state ?? "missing"}`);
           break;
         }
         if (a.content !== expected) {

@@ -18,7 +18,8 @@ import { gateEntry, type AskEntry } from "./entries/entry.js";
 import { checkInvariants, type Answer, type Violation } from "./invariants.js";
 import { faultyLedger } from "./ledger.js";
 import { seededRng, type Rng } from "./rng.js";
-import { drawWorkload, type Workload } from "./workload.js";
+import { drawTurns, drawWorkload, type Turns, type Workload } from "./workload.js";
+import { repeatPolicyOf } from "../../core/repeats.js";
 import { World, type Process } from "./world.js";
 
 /** Where a schedule keeps its records: a ledger (fresh, or shared with a tenant of its own). */
@@ -62,7 +63,12 @@ interface Call {
   readonly block: ToolUseBlock;
   readonly system: SimulatedSystem;
   readonly tool: AnyTool;
+  /** A later turn's call: another call under an earlier call's id, or a re-plan of an earlier call under a new id (workload.ts Turns). */
+  readonly turn?: "reuse" | "replan";
 }
+
+/** Mixed into the seed for the turns' own stream (workload.ts drawTurns). */
+const TURN_STREAM = 0x2545f491;
 
 const ASK_AGAIN = /^(EG_IN_PROGRESS|EG_LEDGER_UNAVAILABLE|EG_AWAITING_APPROVAL)\b/;
 
@@ -74,9 +80,14 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
   const scope = { tenant: opened.tenant, task: `schedule-${seed}` };
   const workloadRng = rng.fork();
   const workload = options.workload?.(workloadRng, opened.prefix) ?? drawWorkload(workloadRng);
+  // Reused ids and re-plans, on the gate's own entry with the built-in world (a scripted workload or your own systems keep theirs).
+  const turns: Turns | undefined = options.workload || options.systems || (options.entry && options.entry.name !== "gate")
+    ? undefined : drawTurns(seededRng((seed ^ TURN_STREAM) >>> 0), workload);
   const systemRng = rng.fork();
   const systems: SimulatedSystem[] = options.systems?.(world, systemRng, opened.prefix) ??
-    workload.downstreams.map((config) => simulatedDownstream(world, systemRng.fork(), { ...config, name: `${opened.prefix}${config.name}` }));
+    workload.downstreams.map((config, i) => simulatedDownstream(world, systemRng.fork(), {
+      ...config, name: `${opened.prefix}${config.name}`, ...(turns?.repeats[i] ? { repeats: turns.repeats[i] } : {}),
+    }));
   const faults = new Faults(world, rng.fork(), workload.rates, { ...workload.budget });
   const agentRng = rng.fork();
   const violations: Violation[] = [];
@@ -96,6 +107,35 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     calls.push({ ref, system, tool, block: { type: "tool_use", id: `toolu_${i}`, name: made.tool, input: made.input } });
   }
   const messages = workload.messages.map((ids) => ids.map((i) => calls[i]!));
+  if (turns) extendTurns(turns);
+
+  /** Puts each later turn's message right after the message it follows up (while a kept outcome may still be in memory). */
+  function extendTurns(plan: Turns): void {
+    const turnRng = seededRng((seed ^ TURN_STREAM ^ 0x68e31da4) >>> 0);
+    const out: Call[][] = [];
+    messages.forEach((message, m) => {
+      out.push(message);
+      for (const extra of plan.extra.filter((e) => e.after === m)) {
+        const earlier = message[extra.at]!;
+        if (extra.kind === "reuse") {
+          const system = systems[turnRng.int(systems.length)]!;
+          const ref = `${opened.prefix}call_${calls.length}`;
+          const made = system.newCall(turnRng, ref);
+          const tool = system.toolsFor(world.process("probe-only")).find((t) => t.name === made.tool)!;
+          const call: Call = { ref, system, tool, turn: "reuse", block: { type: "tool_use", id: earlier.block.id, name: made.tool, input: made.input } };
+          calls.push(call);
+          out.push([call]);
+        } else if (repeatPolicyOf(earlier.tool) && typeof earlier.block.input === "object" && earlier.block.input !== null) {
+          // The same intent as the tool reads it: a field its schema strips, the keys in another order.
+          const input = Object.fromEntries([["note", "re-planned"], ...Object.entries(earlier.block.input).reverse()]);
+          const call: Call = { ...earlier, turn: "replan", block: { type: "tool_use", id: `${earlier.block.id}_r${calls.length}`, name: earlier.block.name, input } };
+          calls.push(call);
+          out.push([call]);
+        }
+      }
+    });
+    messages.splice(0, messages.length, ...out);
+  }
 
   const live: Worker[] = [];
   let started = 0;
@@ -103,7 +143,8 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
 
   function startWorker(name: string): Worker {
     const process = world.process(name);
-    const tools = systems.flatMap((s) => s.toolsFor(process)).map((tool) => counted(tool, process));
+    const release = name === "release" ? tightened : (tool: AnyTool) => tool;
+    const tools = systems.flatMap((s) => s.toolsFor(process)).map((tool) => counted(release(tool), process));
     // The ledger wrapper reads the gate's owner id lazily, once the gate exists.
     const holder: { gate?: Gate } = {};
     const gate = createGate({
@@ -173,6 +214,7 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     const one = (call: Call): Promise<ToolResultBlock> =>
       world.answerOf(worker.process, entry.answer(worker.gate, call.block, scope)).then((block) => {
         answers.push({
+          effectsBefore: call.system.effects(call.ref),
           ref: call.ref, toolUseId: call.block.id, worker: worker.process.name, phase, at: world.now,
           content: block.content, isError: block.is_error === true,
           ranHere: (runs.get(`${worker.process.name}\u0001${call.block.id}`) ?? 0) > 0,
@@ -236,6 +278,8 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     // Settle: no more faults; thaw everything, let the live workers finish, recover, replay once.
     faults.stop();
     const operator = startWorker("final");
+    // With a later release (tighter schemas), a worker of it replays the settled messages once more, after the operator's own replay.
+    const release = turns?.tightenOnFinal === true ? startWorker("release") : undefined;
     const horizon = Math.max(workload.leaseMs, ...calls.map((c) => c.tool.settleMs ?? 0)) + 1;
     const heldNow = async () =>
       (await world.track(base.calls.list({ tenant: scope.tenant, limit: 1000 }))).filter((r) => r.state === "in_progress" || r.state === "uncertain");
@@ -250,7 +294,13 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
         await operator.gate.drain();
         held = await heldNow();
         const open = answers.filter((a) => a.phase === "final").slice(-calls.length).some((a) => ASK_AGAIN.test(a.content));
-        if (held.length === 0 && !open) break;
+        if (held.length === 0 && !open) {
+          if (release) {
+            for (const message of messages) await ask(release, message, "final");
+            await release.gate.drain();
+          }
+          break;
+        }
       }
       if (round >= 40) {
         finalRecovery = `after 40 rounds of recovery and replay, ${held.map((r) => `${r.key} (${r.state}, owner ${r.owner ?? "none"})`).join(", ") || "some answers"} still not settled`;
@@ -259,7 +309,7 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
       await world.until(world.now + horizon + 30_000);
     }
     await operator.gate.drain();
-    for (const w of [...live, operator]) await w.gate.close();
+    for (const w of [...live, operator, ...(release ? [release] : [])]) await w.gate.close();
     records = await world.track(base.calls.list({ tenant: scope.tenant, limit: 1000 }));
   })();
 
@@ -276,6 +326,23 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
   return {
     seed, calls: calls.length, faults: faults.counts, workersStarted: started + 1,
     violations: dedupe(violations), trace: world.trace,
+  };
+}
+
+/** The same tool in a later release whose schema refuses what the earlier one took (an amount over 250): a replay of a call the ledger holds must still be answered from its record. */
+function tightened(tool: AnyTool): AnyTool {
+  const inner = tool.input["~standard"];
+  return {
+    ...tool,
+    input: {
+      "~standard": {
+        ...inner,
+        validate: (value: unknown) => {
+          const amount = (value as { amount?: unknown } | null)?.amount;
+          return typeof amount === "number" && amount > 250 ? { issues: [{ message: "amount must be at most 250 (tightened in this release)" }] } : inner.validate(value);
+        },
+      },
+    },
   };
 }
 

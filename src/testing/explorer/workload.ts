@@ -81,3 +81,31 @@ export function drawWorkload(rng: Rng, downstreams?: readonly DownstreamConfig[]
     budget: { crashes: rng.between(0, 3), freezes: rng.between(0, 2), failures: rng.between(0, 4) },
   };
 }
+
+/**
+ * What real agents do beyond one fresh id per call (issue 23), drawn from a stream of its own so a
+ * seed's other draws stay as they were: after a message, a new turn may reuse one of its tool_use
+ * ids for another call (another input, maybe another tool), or re-plan one of its calls under a
+ * new id with an input the tool reads the same (a field its schema strips, keys in another
+ * order); write tools may declare an intent window for such re-plans.
+ */
+export interface Turns {
+  /** The intent window of each downstream's tool (by index), if any. */
+  readonly repeats: readonly ("collapse" | "refuse" | undefined)[];
+  /** After message `after`: reuse the id of its call at `at` for a new call, or re-plan that call. */
+  readonly extra: readonly { readonly after: number; readonly at: number; readonly kind: "reuse" | "replan" }[];
+  /** The worker that settles the schedule runs a release whose schemas are tighter (an amount over 250 is refused). */
+  readonly tightenOnFinal: boolean;
+}
+
+export function drawTurns(rng: Rng, workload: Workload): Turns {
+  const none: Turns = { repeats: workload.downstreams.map(() => undefined), extra: [], tightenOnFinal: false };
+  if (!rng.chance(0.5)) return none;
+  const repeats = workload.downstreams.map((d) => (d.effect === "write" && rng.chance(0.6) ? rng.pick(["collapse", "refuse"] as const) : undefined));
+  const extra: { after: number; at: number; kind: "reuse" | "replan" }[] = [];
+  workload.messages.forEach((message, after) => {
+    if (rng.chance(0.35)) extra.push({ after, at: rng.int(message.length), kind: "reuse" });
+    if (rng.chance(0.35)) extra.push({ after, at: rng.int(message.length), kind: "replan" });
+  });
+  return { repeats, extra, tightenOnFinal: rng.chance(0.4) };
+}
