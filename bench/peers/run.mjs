@@ -15,6 +15,11 @@
  *   dbos              @dbos-inc/dbos-sdk `DBOS.runStep` per step, on embedded PostgreSQL
  *   effectgate-sqlite gate.runToolUses, SQLite ledger, default durability (fsync)
  *   effectgate-pg     gate.runToolUses, PostgreSQL ledger on the same embedded server as DBOS
+ *   bare-pg           the PostgreSQL floor: a prepared INSERT … ON CONFLICT DO NOTHING before the
+ *                     effect and an UPDATE after, each in its own autocommit, pool of 16, on the
+ *                     same server and the same table shape as the ledger (two durable writes)
+ *
+ * After the table it prints issue 25's targets as ratios from this run, each with whether it is met.
  *
  * The peers run interleaved, block by block, rotating which goes first, so a burst of load from
  * another process lands on all of them alike. Workflow engines (Restate, DBOS) time each step
@@ -35,7 +40,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { runFaultScenarios } from "./scenarios.mjs";
 import {
-  effectgateVersion, filePersistenceLayer, freePort, listenRestateEndpoint, loadEffectgate, progress, restateSdk, root, startEmbeddedPostgres,
+  effectgateVersion, filePersistenceLayer, loadPg, freePort, listenRestateEndpoint, loadEffectgate, progress, restateSdk, root, startEmbeddedPostgres,
   startRestateServer, versionOf,
 } from "./setup.mjs";
 
@@ -85,6 +90,32 @@ function barePeer() {
       fdatasyncSync(fd);
       writeSync(fd, line);
       fdatasyncSync(fd);
+    }),
+  };
+}
+
+/** Two durable writes on PostgreSQL and nothing else, on the ledger's own table shape (a copy of it). */
+async function barePgPeer(pg) {
+  const { migratePostgres } = await loadEffectgate();
+  const schema = "eg_bench_bare";
+  await migratePostgres(pg.url, schema);
+  const { Pool } = await loadPg();
+  const pool = new Pool({ connectionString: pg.url, max: 16 });
+  stops.unshift(() => pool.end());
+  await pool.query(`CREATE TABLE "${schema}".bare_calls (LIKE "${schema}".calls INCLUDING ALL)`);
+  const effect = effectFile("bare-pg");
+  const insert = {
+    name: "bare_claim",
+    text: `INSERT INTO "${schema}".bare_calls (tenant, key, tool, effect, task, tool_use_id, fingerprint, intent, input, input_redacted, state, owner, lease_expires_at, attempts, version, created_at, updated_at, fence, started_at, claim_token)
+           VALUES ('bench', $1, 'append_line', 'write', 'peers', $1, 'f', 'f', '{"n":1}', false, 'in_progress', 'w', 0, 1, 1, 0, 0, 1, 0, $1) ON CONFLICT DO NOTHING`,
+  };
+  const update = { name: "bare_record", text: `UPDATE "${schema}".bare_calls SET state = 'completed', result = '{"ok":true}', owner = NULL, version = 2, updated_at = 1 WHERE tenant = 'bench' AND key = $1 AND version = 1` };
+  return {
+    name: "bare PostgreSQL pair (prepared INSERT … ON CONFLICT DO NOTHING, UPDATE; autocommit; pool 16)", version: `pg ${versionOf("pg")}`,
+    block: lanes(async (key) => {
+      await pool.query({ ...insert, values: [key] });
+      effect(key);
+      await pool.query({ ...update, values: [key] });
     }),
   };
 }
@@ -249,6 +280,7 @@ async function scenarioA(pg, want) {
   await add("restate", restatePeer);
   if (pg) await add("dbos", () => dbosPeer(pg));
   await add("effectgate", () => effectgatePeers(pg));
+  if (pg) await add("bare-pg", () => barePgPeer(pg));
 
   const results = new Map(peers.map((p) => [p.name, { c1: [], c16Seconds: 0, c16Steps: 0 }]));
   const perBlock = Math.ceil(STEPS / BLOCKS);
@@ -288,9 +320,21 @@ async function scenarioA(pg, want) {
     if (eg) ratio.push(`effectgate SQLite vs ${r.peer}: c=1 ${(r.c1P50Us / eg.c1P50Us).toFixed(2)}× faster per step, c=16 ${(eg.c16StepsPerSecond / r.c16StepsPerSecond).toFixed(2)}× the steps/s`);
     if (egPg && r.peer.startsWith("DBOS")) ratio.push(`effectgate PostgreSQL vs ${r.peer}: c=1 ${(r.c1P50Us / egPg.c1P50Us).toFixed(2)}× faster per step, c=16 ${(egPg.c16StepsPerSecond / r.c16StepsPerSecond).toFixed(2)}× the steps/s`);
   }
+  const restate = rows.find((r) => r.peer.startsWith("Restate"));
+  const dbos = rows.find((r) => r.peer.startsWith("DBOS"));
+  const barePg = rows.find((r) => r.peer.startsWith("bare PostgreSQL"));
+  // Issue 25's targets, each as a ratio of this run: [what, value, target, met when value is at most (≤) or at least (≥)].
+  const targets = [
+    eg && floor && ["SQLite c=1 p50 ÷ two bare fdatasyncs", eg.c1P50Us / floor.c1P50Us, 1.25, "≤"],
+    eg && restate && ["SQLite c=16 steps/s ÷ Restate's", eg.c16StepsPerSecond / restate.c16StepsPerSecond, 5, "≥"],
+    egPg && barePg && ["PostgreSQL c=1 p50 ÷ the bare pair", egPg.c1P50Us / barePg.c1P50Us, 1.2, "≤"],
+    egPg && barePg && ["PostgreSQL c=16 steps/s ÷ the bare pairs'", egPg.c16StepsPerSecond / barePg.c16StepsPerSecond, 1.5, "≥"],
+    egPg && dbos && ["PostgreSQL c=16 steps/s ÷ DBOS's", egPg.c16StepsPerSecond / dbos.c16StepsPerSecond, 3, "≥"],
+  ].filter(Boolean).map(([what, value, target, how]) => ({ what, value, target, how, met: how === "≤" ? value <= target : value >= target }));
+  ratio.push("", "targets (issue 25):", ...targets.map((t) => `  ${t.what}: ${t.value.toFixed(2)}× (target ${t.how} ${t.target}×): ${t.met ? "met" : "NOT met"}`));
   const text = `${Object.entries(env).map(([k, v]) => `${k.padEnd(9)} ${v}`).join("\n")}\n\n${lines.join("\n")}\n` +
     `\n${ratio.join("\n")}\n${notes.length ? `\nnotes:\n${notes.join("\n")}\n` : ""}`;
-  return { json: { env, rows, notes }, text };
+  return { json: { env, rows, targets, notes }, text };
 }
 
 function machine(pg) {
