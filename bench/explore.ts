@@ -74,7 +74,8 @@ async function main(): Promise<void> {
   for (const [name, runs, options] of killed) {
     if (runs <= 0) continue;
     const r = await exploreKills({ ...options, runs, parallel: LANES, onRun: progress(`kills ${name}`, 500) });
-    line(`SIGKILL, ${name}`, r, `${r.runs} child processes, ${r.kills} killed by SIGKILL, ${r.calls} calls`);
+    line(`SIGKILL, ${name}`, r, `${r.runs} child processes, ${r.kills} killed by SIGKILL, ${r.calls} calls, ${r.horizonBroken.length} past their declared horizon`);
+    for (const v of r.horizonBroken.slice(0, 10)) console.log(`  past the horizon, seed ${v.seed} (${v.invariant}): ${v.message}`);
     results[`kills_${name}`] = r;
   }
   mkdirSync("bench/results", { recursive: true });

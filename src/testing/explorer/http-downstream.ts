@@ -15,6 +15,12 @@ export interface HttpDownstream {
   sends(ref: string): number;
   effects(ref: string): number;
   resultOf(ref: string): unknown;
+  /**
+   * The longest a request for `ref` took from its send (the client's clock, this machine's) to
+   * being applied: past the tool's settleMs, the horizon the tool declared was broken by the
+   * machine (a loaded scheduler), not by the gate.
+   */
+  landedAfterMs(ref: string): number;
   /** How a request is treated from now on (per schedule). */
   configure(options: { readonly honoursKeys: boolean; readonly delayMs: (n: number) => number }): void;
   close(): Promise<void>;
@@ -28,12 +34,16 @@ interface Charge {
 
 const MAX_BODY = 64 * 1024;
 
+/** When the client sent the request (epoch ms), so the downstream can tell how long it took to land. */
+export const SENT_AT_HEADER = "x-explorer-sent-at";
+
 export async function startHttpDownstream(): Promise<HttpDownstream> {
   const sends = new Map<string, number>();
   const effects = new Map<string, number>();
   const results = new Map<string, Charge>();
   const byKey = new Map<string, Charge>();
   const highestFence = new Map<string, number>();
+  const landedAfter = new Map<string, number>();
   let honoursKeys = false;
   let delayMs: (n: number) => number = () => 0;
   let seq = 0;
@@ -79,6 +89,8 @@ export async function startHttpDownstream(): Promise<HttpDownstream> {
     if (existing) return reply(res, 200, existing);
     const charge: Charge = { id: `ch_${++seq}`, ref, amount };
     effects.set(ref, (effects.get(ref) ?? 0) + 1);
+    const sentAt = Number(req.headers[SENT_AT_HEADER] ?? NaN);
+    if (Number.isFinite(sentAt)) landedAfter.set(ref, Math.max(landedAfter.get(ref) ?? 0, Date.now() - sentAt));
     if (!results.has(ref)) results.set(ref, charge);
     if (!byKey.has(key)) byKey.set(key, charge);
     reply(res, 201, charge);
@@ -94,6 +106,7 @@ export async function startHttpDownstream(): Promise<HttpDownstream> {
     sends: (ref) => sends.get(ref) ?? 0,
     effects: (ref) => effects.get(ref) ?? 0,
     resultOf: (ref) => results.get(ref),
+    landedAfterMs: (ref) => landedAfter.get(ref) ?? 0,
     configure(options) {
       honoursKeys = options.honoursKeys;
       delayMs = options.delayMs;

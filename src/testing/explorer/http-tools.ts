@@ -7,6 +7,7 @@ import type { ProbeResult } from "../../core/hooks.js";
 import { FENCE_HEADER, ToolRejected } from "../../core/outcome.js";
 import type { StandardSchemaV1 } from "../../core/standard-schema.js";
 import { defineTool, type AnyTool, type ToolContext } from "../../core/tool.js";
+import { SENT_AT_HEADER } from "./http-downstream.js";
 
 export interface ChargeToolOptions {
   /** Whether the tool has a probe (without one, an interrupted call goes to a person). */
@@ -41,7 +42,7 @@ export function chargeTool(url: string, options: ChargeToolOptions, onStart?: (c
       onStart?.(ctx);
       const res = await fetch(`${url}/charges`, {
         method: "POST",
-        headers: { "content-type": "application/json", "idempotency-key": ctx.idempotencyKey, [FENCE_HEADER]: String(ctx.fence) },
+        headers: { "content-type": "application/json", "idempotency-key": ctx.idempotencyKey, [FENCE_HEADER]: String(ctx.fence), [SENT_AT_HEADER]: String(Date.now()) },
         body: JSON.stringify(args),
         signal: ctx.signal,
       });

@@ -50,6 +50,14 @@ export interface KillReport {
   readonly calls: number;
   readonly violations: readonly Violation[];
   readonly byInvariant: Readonly<Record<Invariant, number>>;
+  /**
+   * Runs where a call went wrong only after the machine broke the horizon its tool declared: its
+   * request was applied more than settleMs after it was sent (the downstream lives in this process,
+   * and a loaded machine can hold a request that long). The gate's promise assumes that horizon
+   * (docs/guarantees.md), so these are not violations; they are listed, to be read, and a run on a
+   * quieter machine (or fewer --lanes) should have none.
+   */
+  readonly horizonBroken: readonly Violation[];
   readonly ms: number;
 }
 
@@ -64,6 +72,7 @@ export async function exploreKills(options: KillOptions = {}): Promise<KillRepor
   const place = await openPlace(options.ledger ?? "sqlite");
   const byInvariant = Object.fromEntries(INVARIANTS.map((i) => [i, 0])) as Record<Invariant, number>;
   const violations: Violation[] = [];
+  const horizonBroken: Violation[] = [];
   let kills = 0;
   let calls = 0;
   try {
@@ -78,6 +87,7 @@ export async function exploreKills(options: KillOptions = {}): Promise<KillRepor
             byInvariant[v.invariant]++;
             if (violations.length < 200) violations.push(v);
           }
+          if (horizonBroken.length < 200) horizonBroken.push(...run.horizonBroken);
           options.onRun?.(run);
         }
       } finally {
@@ -87,7 +97,7 @@ export async function exploreKills(options: KillOptions = {}): Promise<KillRepor
   } finally {
     await place.close();
   }
-  return { ledger: place.name, runs, kills, calls, violations, byInvariant, ms: performance.now() - started };
+  return { ledger: place.name, runs, kills, calls, violations, byInvariant, horizonBroken, ms: performance.now() - started };
 }
 
 interface Place {
@@ -124,7 +134,7 @@ interface ChildLine {
   readonly error?: string;
 }
 
-async function killRun(seed: number, place: Place, downstream: HttpDownstream): Promise<KillRun & { calls: number }> {
+async function killRun(seed: number, place: Place, downstream: HttpDownstream): Promise<KillRun & { calls: number; horizonBroken: Violation[] }> {
   const rng = seededRng(seed);
   const tenant = `k${seed}`;
   const maxDelay = rng.pick([0, 5, 30]);
@@ -159,7 +169,11 @@ async function killRun(seed: number, place: Place, downstream: HttpDownstream): 
   await gate.drain();
   await gate.close();
 
+  const horizonBroken: Violation[] = [];
   for (const [i, c] of calls.entries()) {
+    // What goes wrong with a call the machine held past its tool's declared horizon is counted apart (KillReport.horizonBroken).
+    const landedAfterMs = downstream.landedAfterMs(c.ref);
+    const before = violations.length;
     const effects = downstream.effects(c.ref);
     const sends = downstream.sends(c.ref);
     const protectedByProbe = tool.probe || tool.honoursKeys;
@@ -183,8 +197,11 @@ async function killRun(seed: number, place: Place, downstream: HttpDownstream): 
     for (const a of child.answersAfterStart.get(c.id) ?? []) {
       if (NOTHING_RAN.test(a.content)) fail("I4", `the child told the agent "${a.content.slice(0, 160)}" after starting ${c.id}`);
     }
+    if (violations.length > before && landedAfterMs > tool.settleMs) {
+      horizonBroken.push(...violations.splice(before).map((v) => ({ ...v, message: `${v.message} (applied ${landedAfterMs} ms after it was sent; settleMs ${tool.settleMs})` })));
+    }
   }
-  return { seed, killed: child.killed, steps: child.steps, violations, calls: calls.length };
+  return { seed, killed: child.killed, steps: child.steps, violations, horizonBroken, calls: calls.length };
 }
 
 async function runChild(config: KillChildConfig): Promise<{
