@@ -1,0 +1,166 @@
+/**
+ * What the model reads, through each adapter and its real SDK (with the SDK's own test double or
+ * a fake API on 127.0.0.1): a bad input is EG_INVALID_INPUT with the issues only, no answer
+ * carries a stack trace or a file path, and the text each adapter's doc page shows is the text the
+ * model gets (docs/adapters.md quotes these tests).
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import { AIMessage, type BaseMessage } from "@langchain/core/messages";
+import { tool as langchainOwnTool } from "@langchain/core/tools";
+import { MemorySaver } from "@langchain/langgraph";
+import { Agent, run, setTracingDisabled } from "@openai/agents";
+import { generateText, stepCountIs } from "ai";
+import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
+import { MockLanguageModelV3 } from "ai/test";
+import { createAgent, fakeModel } from "langchain";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { aiSdkTools } from "../../src/ai-sdk.js";
+import { anthropicTools } from "../../src/anthropic.js";
+import { createGate, defineTool, type Gate } from "../../src/index.js";
+import { effectgateMiddleware, fromLangChainTool, langchainTool } from "../../src/langchain.js";
+import { agentsTool } from "../../src/openai-agents.js";
+import { memoryLedger } from "../../src/stores/memory/index.js";
+import { plannedModel } from "./agents-model.js";
+import { startFakeMessagesApi, textBlock, toolUse } from "./fake-messages-api.js";
+
+beforeAll(() => setTracingDisabled(true));
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+const scope = { tenant: "acme", task: "t1" };
+/** A stack frame (`    at fn (file:///…:1:2)`) or a path of this machine. */
+const LEAK = /\n\s*at \S|file:\/\/|node_modules|\/work\/|\.(?:ts|js|mjs):\d+/;
+
+function gateWith(tools: Parameters<typeof createGate>[0]["tools"], policy?: Parameters<typeof createGate>[0]["policy"]): Gate {
+  const gate = createGate({ tools, ledger: memoryLedger(), onAlert: () => {}, ...(policy ? { policy } : {}) });
+  closers.push(() => gate.close());
+  return gate;
+}
+
+/** A downstream client's error that embeds its cause's stack in its message, as LangChain's ToolInvocationError does. */
+function wrappedError(): Error {
+  const cause = new Error("connect ECONNREFUSED 127.0.0.1:9");
+  return new Error(`the payments client failed: ${cause.stack}`);
+}
+const runs: string[] = [];
+const charge = defineTool({
+  name: "charge_card", description: "Charge the card", effect: "write", input: z.object({ amount: z.number() }),
+  execute: (input) => {
+    runs.push(JSON.stringify(input));
+    throw wrappedError();
+  },
+});
+
+const toolText = (messages: BaseMessage[]) => messages.filter((m) => m.getType() === "tool").map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)));
+
+describe("LangChain: a tool whose schema is JSON Schema, run through effectgateMiddleware (issue 24 #9)", () => {
+  it("a bad input is EG_INVALID_INPUT with the issues only, the tool never runs, and no stack trace or file path reaches the model", async () => {
+    const ran: unknown[] = [];
+    const mine = langchainOwnTool(async (input: unknown) => {
+      ran.push(input);
+      return "charged";
+    }, {
+      name: "charge", description: "Charge",
+      schema: { type: "object", properties: { amount: { type: "number" }, card: { type: "object", properties: { last4: { type: "string", minLength: 4 } } } }, required: ["amount", "currency"] },
+    });
+    const gate = gateWith([fromLangChainTool(mine, { effect: "write" })]);
+    const model = fakeModel().respondWithTools([{ id: "call_1", name: "charge", args: { amount: "lots", card: { last4: "1" } } }]).respond(new AIMessage("done"));
+    const agent = createAgent({ model, tools: [mine], middleware: [effectgateMiddleware(gate, { scope: () => scope })], checkpointer: new MemorySaver() });
+    const out = await agent.invoke({ messages: [{ role: "user", content: "go" }] }, { configurable: { thread_id: "j1" } });
+    const [answer] = toolText(out.messages);
+    expect(answer).toBe("EG_INVALID_INPUT: the input for charge does not match its schema: Instance does not have required property \"currency\"; " +
+      "amount: Instance type \"string\" is invalid. Expected \"number\"; card/last4: String is too short (1 < 4). Nothing was executed; fix the input and call again.");
+    expect(ran).toEqual([]);
+    expect(await gate.ledger.calls.list({ tenant: "acme", limit: 10 })).toEqual([]); // refused before the ledger: nothing to replay
+  });
+
+  it("a good input passes LangChain's own validator the same way and runs once", async () => {
+    const mine = langchainOwnTool(async (input: unknown) => `charged ${(input as { amount: number }).amount}`, {
+      name: "charge", description: "Charge", schema: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] },
+    });
+    const gate = gateWith([fromLangChainTool(mine, { effect: "write" })]);
+    const model = fakeModel().respondWithTools([{ id: "call_1", name: "charge", args: { amount: 30 } }]).respond(new AIMessage("done"));
+    const agent = createAgent({ model, tools: [mine], middleware: [effectgateMiddleware(gate, { scope: () => scope })], checkpointer: new MemorySaver() });
+    const out = await agent.invoke({ messages: [{ role: "user", content: "go" }] }, { configurable: { thread_id: "j2" } });
+    expect(toolText(out.messages)).toEqual(["charged 30"]);
+  });
+});
+
+describe("LangChain: a bad input to a gate tool given to createAgent with langchainTool", () => {
+  it("LangChain's own refusal (its stack trace) never reaches the model: the gate answers EG_INVALID_INPUT with the issues, nothing runs", async () => {
+    runs.length = 0;
+    const gate = gateWith([charge]);
+    const model = fakeModel().respondWithTools([{ id: "call_1", name: "charge_card", args: { amount: "lots" } }]).respond(new AIMessage("done"));
+    const agent = createAgent({ model, tools: [langchainTool(gate, charge, { scope: () => scope })], checkpointer: new MemorySaver() });
+    const out = await agent.invoke({ messages: [{ role: "user", content: "go" }] }, { configurable: { thread_id: "b1" } });
+    const [answer] = toolText(out.messages);
+    expect(answer).toMatch(/^EG_INVALID_INPUT: the input for charge_card does not match its schema: amount: .*number.*Nothing was executed; fix the input and call again\.$/);
+    expect(answer).not.toMatch(LEAK);
+    expect(runs).toEqual([]);
+  });
+});
+
+describe("no stack trace or file path reaches the model, through any adapter: a tool error that embeds its cause's stack", () => {
+  it("effectgate/langchain (langchainTool in createAgent)", async () => {
+    const gate = gateWith([charge]);
+    const model = fakeModel().respondWithTools([{ id: "call_1", name: "charge_card", args: { amount: 30 } }]).respond(new AIMessage("done"));
+    const agent = createAgent({ model, tools: [langchainTool(gate, charge, { scope: () => scope })], checkpointer: new MemorySaver() });
+    const out = await agent.invoke({ messages: [{ role: "user", content: "go" }] }, { configurable: { thread_id: "s1" } });
+    const [answer] = toolText(out.messages);
+    expect(answer).toMatch(/^EG_TOOL_FAILED: charge_card failed: the payments client failed: Error: connect ECONNREFUSED 127\.0\.0\.1:9$/);
+    expect(answer).not.toMatch(LEAK);
+  });
+
+  it("effectgate/ai-sdk (generateText with MockLanguageModelV3): the tool-error the model reads", async () => {
+    const gate = gateWith([charge]);
+    const seen: unknown[] = [];
+    let step = 0;
+    const model = new MockLanguageModelV3({
+      doGenerate: async (options: LanguageModelV3CallOptions) => {
+        seen.push(...options.prompt.flatMap((m) => (m.role === "tool" ? m.content : [])));
+        const calls = step++ === 0;
+        return {
+          content: calls ? [{ type: "tool-call", toolCallId: "call_1", toolName: "charge_card", input: JSON.stringify({ amount: 30 }) }] : [{ type: "text", text: "done" }],
+          finishReason: { unified: calls ? "tool-calls" : "stop", raw: undefined },
+          usage: { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } },
+          warnings: [],
+        };
+      },
+    });
+    await generateText({ model, tools: aiSdkTools(gate, { scope: () => scope }), prompt: "go", stopWhen: stepCountIs(3) });
+    const [result] = seen as { output: { type: string; value: string } }[];
+    expect(result?.output.type).toBe("error-text");
+    expect(result?.output.value).toMatch(/^EG_TOOL_FAILED: charge_card failed: the payments client failed: Error: connect ECONNREFUSED 127\.0\.0\.1:9$/);
+    expect(result?.output.value).not.toMatch(LEAK);
+  });
+
+  it("effectgate/openai-agents (run with a Model of the tests' own): the function_call_result the model reads", async () => {
+    const gate = gateWith([charge]);
+    const agent = new Agent({ name: "a", model: plannedModel([{ callId: "call_1", name: "charge_card", input: { amount: 30 } }]), tools: [agentsTool(gate, charge, { scope: () => scope })] });
+    const out = await run(agent, "go");
+    expect(out.finalOutput).toMatch(/^charge_card: EG_TOOL_FAILED: charge_card failed: the payments client failed: Error: connect ECONNREFUSED 127\.0\.0\.1:9$/);
+    expect(out.finalOutput).not.toMatch(LEAK);
+  });
+
+  it("effectgate/anthropic (the SDK's tool runner over a fake Messages API): the tool_result the model reads", async () => {
+    const gate = gateWith([charge]);
+    const api = await startFakeMessagesApi([[toolUse("tu_1", "charge_card", { amount: 30 })], [textBlock("done")]]);
+    closers.push(() => api.close());
+    const client = new Anthropic({ apiKey: "test-key", baseURL: api.url, maxRetries: 0 });
+    await client.beta.messages.toolRunner({ model: "claude-test", max_tokens: 100, messages: [{ role: "user", content: "go" }], tools: anthropicTools(gate, { scope: () => scope }), thread: false }).runUntilDone();
+    const result = toolResultsOf(api.requests.at(-1)!.messages)[0];
+    expect(result).toMatchObject({ tool_use_id: "tu_1", is_error: true });
+    expect(textOf(result!.content)).toMatch(/^Error: EG_TOOL_FAILED: charge_card failed: the payments client failed: Error: connect ECONNREFUSED 127\.0\.0\.1:9$/);
+    expect(textOf(result!.content)).not.toMatch(LEAK);
+  });
+});
+
+function toolResultsOf(messages: { role: string; content: unknown }[]) {
+  return messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((b: { type?: string }) => b.type === "tool_result") as
+    { tool_use_id: string; content: unknown; is_error?: boolean }[];
+}
+const textOf = (content: unknown): string => typeof content === "string" ? content
+  : Array.isArray(content) ? content.map((b: { text?: string }) => b.text ?? "").join("") : JSON.stringify(content);
