@@ -20,6 +20,7 @@ import { anthropicTools } from "../../src/anthropic.js";
 import { createGate, defineTool, type Gate } from "../../src/index.js";
 import { effectgateMiddleware, fromLangChainTool, langchainTool } from "../../src/langchain.js";
 import { agentsTool } from "../../src/openai-agents.js";
+import { setKillSwitch } from "../../src/operator.js";
 import { memoryLedger } from "../../src/stores/memory/index.js";
 import { plannedModel } from "./agents-model.js";
 import { startFakeMessagesApi, textBlock, toolUse } from "./fake-messages-api.js";
@@ -164,3 +165,101 @@ function toolResultsOf(messages: { role: string; content: unknown }[]) {
 }
 const textOf = (content: unknown): string => typeof content === "string" ? content
   : Array.isArray(content) ? content.map((b: { text?: string }) => b.text ?? "").join("") : JSON.stringify(content);
+
+/** docs/adapters.md quotes what the model reads in each SDK; these hold the quotes to the real SDKs. */
+describe("what docs/adapters.md says the model reads", () => {
+  const approvals = { approvals: { rules: [{ tool: "charge_card", reason: "charges need a person" }] } };
+  const counted = () => {
+    const ran: unknown[] = [];
+    const tool = defineTool({
+      name: "charge_card", description: "Charge the card", effect: "write", input: z.object({ amount: z.number() }),
+      execute: (input) => {
+        ran.push(input);
+        return { charged: input.amount };
+      },
+    });
+    return { ran, tool };
+  };
+
+  it("OpenAI Agents SDK, zod parameters: a call that violates the schema never reaches the gate; the model reads the SDK's own error text", async () => {
+    const { ran, tool } = counted();
+    const gate = gateWith([tool]);
+    const agent = new Agent({ name: "a", model: plannedModel([{ callId: "call_1", name: "charge_card", input: { amount: "lots" } }]), tools: [agentsTool(gate, tool, { scope: () => scope })] });
+    const out = await run(agent, "go");
+    expect(out.finalOutput).toBe("charge_card: An error occurred while running the tool. Please try again. Error: InvalidToolInputError: Invalid JSON input for tool");
+    expect(ran).toEqual([]);
+    expect(await gate.ledger.calls.list({ tenant: "acme", limit: 10 })).toEqual([]);
+  });
+
+  it("OpenAI Agents SDK: a refusal is the EG_… text the adapter's execute returns (no prefix of the SDK's)", async () => {
+    const { ran, tool } = counted();
+    const gate = gateWith([tool], approvals);
+    const agent = new Agent({ name: "a", model: plannedModel([{ callId: "call_1", name: "charge_card", input: { amount: 30 } }]), tools: [agentsTool(gate, tool, { scope: () => scope, approvals: false })] });
+    const out = await run(agent, "go");
+    expect(out.finalOutput).toMatch(/^charge_card: EG_AWAITING_APPROVAL: this charge_card call needs a person's approval before it runs \(charges need a person\)\. /);
+    expect(ran).toEqual([]);
+  });
+
+  it("Anthropic tool runner: a refusal reaches the model as `Error: EG_…` (the runner's prefix), with is_error", async () => {
+    const { ran, tool } = counted();
+    const gate = gateWith([tool], approvals);
+    const results = await anthropicTurn(gate, { amount: 30 });
+    expect(results).toEqual([expect.objectContaining({ tool_use_id: "tu_1", is_error: true })]);
+    expect(textOf(results[0]!.content)).toMatch(/^Error: EG_AWAITING_APPROVAL: this charge_card call needs a person's approval before it runs \(charges need a person\)\. /);
+    expect(ran).toEqual([]);
+  });
+
+  it("Anthropic tool runner: a bad input is `Error: EG_INVALID_INPUT: …` with the issues", async () => {
+    const { ran, tool } = counted();
+    const results = await anthropicTurn(gateWith([tool]), { amount: "lots" });
+    expect(textOf(results[0]!.content)).toBe("Error: EG_INVALID_INPUT: the input for charge_card does not match its schema: amount: Invalid input: expected number, received string. " +
+      "Nothing was executed; fix the input and call again.");
+    expect(ran).toEqual([]);
+  });
+
+  it("LangChain: a bad input to a JSON Schema tool is the EG_INVALID_INPUT the LangChain section quotes; bare, LangChain's own text carries its stack", async () => {
+    const schema = { type: "object" as const, properties: { amount: { type: "number" as const } }, required: ["amount"] };
+    const mine = langchainOwnTool(async () => "charged", { name: "charge", description: "Charge", schema });
+    const gate = gateWith([fromLangChainTool(mine, { effect: "write" })]);
+    const ask = () => fakeModel().respondWithTools([{ id: "call_1", name: "charge", args: { amount: "lots" } }]).respond(new AIMessage("done"));
+    const gated = await createAgent({ model: ask(), tools: [mine], middleware: [effectgateMiddleware(gate, { scope: () => scope })] }).invoke({ messages: [{ role: "user", content: "go" }] });
+    expect(toolText(gated.messages)).toEqual(["EG_INVALID_INPUT: the input for charge does not match its schema: amount: Instance type \"string\" is invalid. Expected \"number\". " +
+      "Nothing was executed; fix the input and call again."]);
+    const bare = await createAgent({ model: ask(), tools: [mine] }).invoke({ messages: [{ role: "user", content: "go" }] });
+    const [text] = toolText(bare.messages);
+    expect(text).toMatch(/^Error invoking tool 'charge' with kwargs \{"amount":"lots"\} with error: /);
+    expect(text).toMatch(LEAK);
+  });
+
+  it("AI SDK: a refusal is a tool-error whose text is the EG_… message (output { type: \"error-text\" })", async () => {
+    const { ran, tool } = counted();
+    const gate = gateWith([tool]);
+    await setKillSwitch(gate.ledger, true, {}, { by: "ops", reason: "incident 7" });
+    const seen: { output: { type: string; value: unknown } }[] = [];
+    let step = 0;
+    const model = new MockLanguageModelV3({
+      doGenerate: async (options: LanguageModelV3CallOptions) => {
+        seen.push(...options.prompt.flatMap((m) => (m.role === "tool" ? m.content : [])) as never[]);
+        const calls = step++ === 0;
+        return {
+          content: calls ? [{ type: "tool-call", toolCallId: "call_1", toolName: "charge_card", input: JSON.stringify({ amount: 30 }) }] : [{ type: "text", text: "done" }],
+          finishReason: { unified: calls ? "tool-calls" : "stop", raw: undefined },
+          usage: { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } },
+          warnings: [],
+        };
+      },
+    });
+    await generateText({ model, tools: aiSdkTools(gate, { scope: () => scope }), prompt: "go", stopWhen: stepCountIs(3) });
+    expect(seen[0]?.output.type).toBe("error-text");
+    expect(String(seen[0]?.output.value)).toMatch(/^EG_KILL_SWITCH: /);
+    expect(ran).toEqual([]);
+  });
+});
+
+async function anthropicTurn(gate: Gate, input: unknown) {
+  const api = await startFakeMessagesApi([[toolUse("tu_1", "charge_card", input)], [textBlock("done")]]);
+  closers.push(() => api.close());
+  const client = new Anthropic({ apiKey: "test-key", baseURL: api.url, maxRetries: 0 });
+  await client.beta.messages.toolRunner({ model: "claude-test", max_tokens: 100, messages: [{ role: "user", content: "go" }], tools: anthropicTools(gate, { scope: () => scope }), thread: false }).runUntilDone();
+  return toolResultsOf(api.requests.at(-1)!.messages);
+}
