@@ -256,6 +256,38 @@ describe("what docs/adapters.md says the model reads", () => {
   });
 });
 
+it("AI SDK: a bad input is the SDK's own text (it checks inputSchema before execute): no stack trace, nothing runs", async () => {
+  const ran: unknown[] = [];
+  const tool = defineTool({ name: "charge_card", description: "Charge", effect: "write", input: z.object({ amount: z.number() }), execute: (input) => ran.push(input) });
+  const seen = await aiSdkTurn(gateWith([tool]), { amount: "lots" });
+  expect(seen[0]?.output.type).toBe("error-text");
+  const text = String(seen[0]?.output.value);
+  expect(text.startsWith('Invalid input for tool charge_card: Type validation failed: Value: {"amount":"lots"}.\nError message: ')).toBe(true);
+  expect(text).toContain("Invalid input: expected number, received string");
+  expect(text).not.toMatch(LEAK);
+  expect(ran).toEqual([]);
+});
+
+/** One generateText turn in which the model asks for charge_card with `input`: the tool results the model then reads. */
+async function aiSdkTurn(gate: Gate, input: unknown) {
+  const seen: { output: { type: string; value: unknown } }[] = [];
+  let step = 0;
+  const model = new MockLanguageModelV3({
+    doGenerate: async (options: LanguageModelV3CallOptions) => {
+      seen.push(...options.prompt.flatMap((m) => (m.role === "tool" ? m.content : [])) as never[]);
+      const calls = step++ === 0;
+      return {
+        content: calls ? [{ type: "tool-call", toolCallId: "call_1", toolName: "charge_card", input: JSON.stringify(input) }] : [{ type: "text", text: "done" }],
+        finishReason: { unified: calls ? "tool-calls" : "stop", raw: undefined },
+        usage: { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } },
+        warnings: [],
+      };
+    },
+  });
+  await generateText({ model, tools: aiSdkTools(gate, { scope: () => scope }), prompt: "go", stopWhen: stepCountIs(3) });
+  return seen;
+}
+
 async function anthropicTurn(gate: Gate, input: unknown) {
   const api = await startFakeMessagesApi([[toolUse("tu_1", "charge_card", input)], [textBlock("done")]]);
   closers.push(() => api.close());
