@@ -22,6 +22,7 @@ import { effectgateMiddleware, fromLangChainTool, langchainTool } from "../../sr
 import { agentsTool } from "../../src/openai-agents.js";
 import { setKillSwitch } from "../../src/operator.js";
 import { memoryLedger } from "../../src/stores/memory/index.js";
+import { withoutStackTrace } from "../../src/adapters/shared.js";
 import { plannedModel } from "./agents-model.js";
 import { startFakeMessagesApi, textBlock, toolUse } from "./fake-messages-api.js";
 
@@ -266,6 +267,24 @@ it("AI SDK: a bad input is the SDK's own text (it checks inputSchema before exec
   expect(text).toContain("Invalid input: expected number, received string");
   expect(text).not.toMatch(LEAK);
   expect(ran).toEqual([]);
+});
+
+describe("withoutStackTrace: the frames V8 prints go, every other line stays", () => {
+  it("drops each form of frame, keeps the message, its cause's first line and LangChain's hint", () => {
+    const text = [
+      "EG_TOOL_FAILED: charge failed: Error invoking tool 'charge' with error: Error: Received tool input did not match expected schema",
+      "    at DynamicStructuredTool.call (file:///home/a b/node_modules/@langchain/core/dist/tools/index.js:120:11)",
+      "    at async Promise.all (index 0)",
+      "    at new Client (<anonymous>)",
+      "    at /srv/app/src/tools/charge.ts:67:88",
+      "    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)",
+      "  → at amount",
+      " Please fix the error and try again.",
+    ].join("\n");
+    expect(withoutStackTrace(text)).toBe("EG_TOOL_FAILED: charge failed: Error invoking tool 'charge' with error: Error: Received tool input did not match expected schema\n" +
+      "  → at amount\n Please fix the error and try again.");
+    expect(withoutStackTrace("EG_KILL_SWITCH: stopped at 12:00 by ops")).toBe("EG_KILL_SWITCH: stopped at 12:00 by ops");
+  });
 });
 
 /** One generateText turn in which the model asks for charge_card with `input`: the tool results the model then reads. */
