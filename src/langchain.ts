@@ -12,18 +12,20 @@
  * and `effectgateHumanInTheLoop` stands in for LangChain's humanInTheLoopMiddleware.
  */
 import { ToolMessage } from "@langchain/core/messages";
-import { tool, type StructuredToolInterface } from "@langchain/core/tools";
+import { tool, ToolInputParsingException, type StructuredToolInterface } from "@langchain/core/tools";
+import { Validator } from "@langchain/core/utils/json_schema";
 import { interrupt } from "@langchain/langgraph";
 import { createMiddleware, type AgentMiddleware } from "langchain";
 import type { Gate } from "./root/create-gate.js";
 import { langchainToolWith, type AnyGateTool, type LangChainToolOptions } from "./adapters/langchain/tool.js";
-
+import { fromLangChainToolWith, type LangChainToolSpec } from "./adapters/langchain/wrap.js";
+import type { Tool } from "./core/tool.js";
 import { effectgateMiddlewareWith, type EffectgateMiddlewareOptions, type MiddlewareKit } from "./adapters/langchain/middleware.js";
 import { humanInTheLoopWith, type AfterModelKit, type HumanInTheLoopOptions } from "./adapters/langchain/human-in-the-loop.js";
 
 export { toolCallIdOf, type LangChainToolOptions } from "./adapters/langchain/tool.js";
 export { NO_RETRYABLE_TOOL, retryableTools, type EffectgateMiddlewareOptions } from "./adapters/langchain/middleware.js";
-export { fromLangChainTool, type LangChainToolSpec } from "./adapters/langchain/wrap.js";
+export type { LangChainToolSpec } from "./adapters/langchain/wrap.js";
 export type { ApprovalInterrupt } from "./adapters/langchain/approval.js";
 export type {
   HitlActionRequest, HitlDecision, HitlDecisionType, HitlRequest, HitlResponse, HumanInTheLoopOptions, ReviewConfig,
@@ -31,8 +33,18 @@ export type {
 export type { ScopeOf } from "./adapters/shared.js";
 
 const kit: MiddlewareKit = {
-  tool, interrupt, ToolMessage, createMiddleware: createMiddleware as unknown as MiddlewareKit["createMiddleware"],
+  tool, interrupt, ToolMessage, ToolInputParsingException, createMiddleware: createMiddleware as unknown as MiddlewareKit["createMiddleware"],
 };
+
+/**
+ * The effectgate tool for a LangChain tool you already wrote (`tool(func, { name, schema })`), given
+ * its effect class: register it with `createGate({ tools })` and run it through effectgateMiddleware
+ * (or langchainTool). Its input is checked before anything runs: a zod schema by the gate, a JSON
+ * Schema with LangChain's own validator, so a bad input is EG_INVALID_INPUT with the issues.
+ */
+export function fromLangChainTool(source: StructuredToolInterface, spec: LangChainToolSpec): Tool {
+  return fromLangChainToolWith({ Validator }, source, spec);
+}
 
 /** The LangChain tool for an effectgate tool, keyed by the tool call id (the tool must also be among the gate's tools). */
 export function langchainTool(gate: Gate, gated: AnyGateTool, options: LangChainToolOptions): StructuredToolInterface {

@@ -22,8 +22,22 @@ export type ScopeOf<Context> = (context: Context) => Scope | Promise<Scope>;
  * saying so when it is an earlier call's result (repeats: collapse), or the error with what to do.
  */
 export function answerText(answer: ToolAnswer): string {
-  if (!answer.ok) return answer.message;
+  if (!answer.ok) return withoutStackTrace(answer.message);
   return (answer.collapsed === undefined ? "" : collapsedPreamble(answer.collapsed)) + renderResult(answer.result);
+}
+
+/** A stack frame line as V8 prints it: `    at fn (file:///…/x.js:1:2)`, `    at /…/x.ts:67:88`, `    at async Promise.all (index 0)`. */
+const STACK_FRAME = /^\s*at (?:.+ \((?:.+:\d+:\d+|<anonymous>|native|index \d+)\)|\S+:\d+:\d+)\s*$/;
+
+/**
+ * An error's text as the model may read it: without stack frames, which carry the machine's file
+ * paths and say nothing the model can act on. A tool's or an SDK's error can embed its cause's
+ * stack in its message (LangChain's ToolInvocationError does), and the gate records messages as
+ * they are; every adapter's model-visible error text passes through this.
+ */
+export function withoutStackTrace(text: string): string {
+  if (!text.includes("\n")) return text;
+  return text.split("\n").filter((line) => !STACK_FRAME.test(line)).join("\n");
 }
 
 /**
@@ -36,7 +50,7 @@ export class ToolCallRefused extends Error {
   readonly answer: Extract<ToolAnswer, { ok: false }>;
 
   constructor(answer: Extract<ToolAnswer, { ok: false }>) {
-    super(answer.message);
+    super(withoutStackTrace(answer.message));
     this.name = "ToolCallRefused";
     this.code = answer.code as ErrorCode | undefined;
     this.approvalId = answer.approvalId;

@@ -5,6 +5,7 @@
  * another process, and a payments service on 127.0.0.1 that counts every request it receives.
  */
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool, type ToolRunnableConfig } from "@langchain/core/tools";
 import { Command, MemorySaver } from "@langchain/langgraph";
@@ -19,10 +20,11 @@ import { listApprovals } from "../../src/operator.js";
 import { sqliteLedger } from "../../src/sqlite.js";
 import { runCli } from "../cli/run-cli.js";
 import { postCharge, startChargeService } from "../support/charge-service.js";
-import { requireBuild } from "../support/processes.js";
+import { requireBuild, runFixture } from "../support/processes.js";
 import { tempDir } from "../support/tmp.js";
 
-beforeAll(() => requireBuild()); // approvals are decided by the built CLI
+const hitlAgent = fileURLToPath(new URL("./fixtures/langgraph-hitl-agent.mjs", import.meta.url));
+beforeAll(() => requireBuild()); // approvals are decided by the built CLI; the crash test runs the built package
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -56,8 +58,9 @@ type Call = { id: string; name: string; args: Record<string, unknown> };
 const refundCall = (id: string, amount = 30): Call => ({ id, name: "refund", args: { customer: "c_1", amount } });
 const noteCall: Call = { id: "call_note", name: "send_note", args: { text: "on its way" } };
 
-function agentWith(tools: NonNullable<Parameters<typeof createAgent>[0]["tools"]>, middleware: AgentMiddleware[], calls: Call[]) {
-  const model = fakeModel().respondWithTools(calls).respond(new AIMessage("done"));
+function agentWith(tools: NonNullable<Parameters<typeof createAgent>[0]["tools"]>, middleware: AgentMiddleware[], calls: Call[], runs = 1) {
+  let model = fakeModel().respondWithTools(calls);
+  for (let i = 0; i < runs; i++) model = model.respond(new AIMessage("done"));
   return createAgent({ model, tools, middleware, checkpointer: new MemorySaver() });
 }
 const hitl = (gate: Gate, options: Partial<HumanInTheLoopOptions> = {}) => effectgateHumanInTheLoop(gate, { scope: mwScope, ...options });
@@ -191,6 +194,51 @@ describe("effectgateHumanInTheLoop: LangChain's HITL shapes on effectgate's dura
   it("refuses an interruptOn entry for a tool the gate does not have", async () => {
     const { gate } = await setup();
     expect(() => hitl(gate, { interruptOn: { delete_all: true } })).toThrow(/interruptOn names "delete_all", which is not a gate tool/);
+  });
+});
+
+describe("an edit survives its resume being delivered again (issue 23, defect 8): the edit is read back from the store on every run", () => {
+  const edit = { decisions: [{ type: "edit", editedAction: { name: "refund", args: { customer: "c_1", amount: 30 } } }], by: "carol" } satisfies HitlResponse;
+
+  it("a resume delivered twice (a second run from the same interrupted checkpoint) sends the edited call on again, answered from its record", async () => {
+    const { service, gate, tools } = await setup();
+    const agent = agentWith(tools, [hitl(gate)], [refundCall("call_refund", 300)], 2);
+    await agent.invoke(start, thread("d1"));
+    const interrupted = (await agent.graph.getState(thread("d1"))).config.configurable?.checkpoint_id as string;
+    const first = await agent.invoke(resume(edit), thread("d1"));
+    expect(answerTo(first.messages, "call_refund")).toMatchObject({ status: "success" });
+    // The runner delivers the same resume again: LangGraph resumes the interrupted checkpoint once more, every call now decided.
+    const again = await agent.invoke(resume(edit), { configurable: { thread_id: "d1", checkpoint_id: interrupted } });
+    const answer = answerTo(again.messages, "call_refund");
+    expect(answer?.content).not.toMatch(/EG_KEY_MISMATCH|EG_APPROVAL_DENIED/);
+    expect(answer).toMatchObject({ status: "success", content: answerTo(first.messages, "call_refund")!.content });
+    expect(service.charges.map((c) => [c.key, c.amount])).toEqual([["call_refund", 30]]);
+  });
+
+  it("a resume delivered again after its worker was SIGKILLed with the decisions stored runs the approved edit, once, and consumes its approval", async () => {
+    const service = await startChargeService({ instant: true });
+    closers.push(() => service.close());
+    const dir = tempDir();
+    const job = { ledger: join(dir, "ledger.db"), checkpoints: join(dir, "checkpoints.db"), payments: service.url };
+    const started = await runFixture(hitlAgent, { ...job, mode: "start" }, { cwd: dir, label: "hitl agent (start)" });
+    expect(started.code, started.stderr).toBe(0);
+    expect(started.lines.at(-1)).toMatchObject({ interrupted: true });
+    const killed = await runFixture(hitlAgent, { ...job, mode: "review", kill: true }, { cwd: dir, label: "hitl agent (review, killed)" });
+    expect(killed.signal, killed.stderr).toBe("SIGKILL");
+    expect(service.received).toHaveLength(0); // killed before the tools ran
+
+    const redelivered = await runFixture(hitlAgent, { ...job, mode: "review" }, { cwd: dir, label: "hitl agent (review again)" });
+    expect(redelivered.code, redelivered.stderr).toBe(0);
+    const out = redelivered.lines.at(-1) as { tool: { status: string; content: string }; final: string };
+    expect(out.tool.content).not.toMatch(/EG_APPROVAL_DENIED/);
+    expect(out.tool).toMatchObject({ status: "success" });
+    expect(out.tool.content).toContain(service.charges[0]!.id);
+    expect(service.charges.map((c) => [c.key, c.amount])).toEqual([["call_refund", 30]]);
+    const ledger = sqliteLedger(job.ledger);
+    closers.push(() => ledger.close());
+    const approvals = await listApprovals(ledger, { tenant: "acme" });
+    expect(approvals.map((a) => [a.state, (a.input as { amount: number }).amount, a.decidedBy])).toEqual([["denied", 300, "carol"], ["consumed", 30, "carol"]]);
+    expect(out.final).toBe("done");
   });
 });
 

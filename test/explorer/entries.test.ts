@@ -40,10 +40,7 @@ const ON_MAIN: Partial<Record<NonNullable<ExploreOptions["entry"]>, Readonly<Rec
     15: "defect 3: B's call answered with A's result, B never called",
     28: "defect 2: the MCP dedupe window counts from creation: a call a person settled after the window runs again when the host repeats it as told",
   },
-  "langchain-hitl": {
-    2: "defect 8: the resume delivered twice: the stalled second run finds every call decided, skips the edits and sends the originals on: EG_KEY_MISMATCH, the thread's last word",
-    3: "defect 8: the resume delivered again after its worker died with the decisions stored: the edit never runs, the model is told it was denied",
-  },
+  "langchain-hitl": {},
 };
 
 /** Runs a sample and holds it to ON_MAIN: exactly the listed seeds violate. */

@@ -28,6 +28,7 @@
 import type { Json } from "../../core/json.js";
 import type { Scope } from "../../core/keys.js";
 import { EffectgateError } from "../../core/errors.js";
+import type { ApprovalRecord } from "../../contracts/governance.js";
 import type { ApprovalStatus } from "../../governance/govern.js";
 import { decideCall } from "../../governance/operator.js";
 import type { Gate } from "../../root/create-gate.js";
@@ -126,6 +127,29 @@ interface Entry {
 
 const editNote = (edited: { name: string; args: unknown }, by: string) => `edited by ${by}: replaced by ${edited.name} ${JSON.stringify(edited.args)}`;
 
+/** The edit an edit note records (editNote, by the request's decider), or undefined for any other denial. */
+function editIn(record: ApprovalRecord): { name: string; args: Record<string, unknown> } | undefined {
+  if (record.state !== "denied" || record.decidedBy === null || record.note === null) return undefined;
+  const prefix = `edited by ${record.decidedBy}: replaced by `;
+  if (!record.note.startsWith(prefix)) return undefined;
+  const rest = record.note.slice(prefix.length);
+  // The name, a space, the args as JSON: the first split whose tail is a JSON object (a name may hold a space).
+  for (let at = rest.indexOf(" "); at > 0; at = rest.indexOf(" ", at + 1)) {
+    const args = parseObject(rest.slice(at + 1));
+    if (args) return { name: rest.slice(0, at), args };
+  }
+  return undefined;
+}
+
+function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const isAiMessage = (m: unknown): m is AiMessageLike =>
   typeof m === "object" && m !== null && typeof (m as AiMessageLike).getType === "function" && (m as AiMessageLike).getType() === "ai";
 
@@ -170,39 +194,45 @@ export function humanInTheLoopWith(kit: AfterModelKit, gate: Gate, options: Huma
     return { actionRequests, reviewConfigs };
   }
 
-  /** Records one decision on a call still waiting; returns the tool call to run in its place after an edit. */
-  async function record(entry: Entry, decision: HitlDecision, by: string, scope: Scope): Promise<LangChainToolCall | undefined> {
+  /** Records one decision on a call still waiting (an edit: the original denied with the edit in its note, the edited call approved). */
+  async function record(entry: Entry, decision: HitlDecision, by: string, scope: Scope): Promise<void> {
     const allowed = configOf(entry.call.name).allowedDecisions ?? ALL_DECISIONS;
     if (!allowed.includes(decision.type)) {
       throw new EffectgateError("EG_BAD_OPTION", `the decision ${JSON.stringify(decision.type)} is not allowed for ${entry.call.name} (allowed: ${allowed.join(", ")})`);
     }
     if (decision.type === "approve") {
       await decideCall(gate.ledger, entry.status.id, { approve: true, by });
-      return undefined;
+      return;
     }
     if (decision.type === "reject") {
       await decideCall(gate.ledger, entry.status.id, { approve: false, by, ...(decision.message === undefined ? {} : { note: decision.message }) });
-      return undefined;
+      return;
     }
     const edited = decision.editedAction;
     if (typeof edited?.name !== "string" || typeof edited.args !== "object" || edited.args === null) {
       throw new EffectgateError("EG_BAD_OPTION", `an edit of ${entry.call.name} needs editedAction: { name: string, args: object }`);
     }
-    await decideCall(gate.ledger, entry.status.id, { approve: false, by, note: editNote(edited, by) });
-    const revised: LangChainToolCall = { type: "tool_call", id: entry.call.id, name: edited.name, args: edited.args };
-    // The reviewer approved the edited call: its own request, bound to the new input (filed now; not needed if no rule asks).
-    if (gate.tools.has(edited.name)) {
-      const status = await gate.approvalFor({ id: entry.call.id, name: edited.name, input: edited.args }, scope);
-      if (status.state === "pending") await decideCall(gate.ledger, status.id, { approve: true, by, note: "edited" });
-    }
-    return revised;
+    const denied = await decideCall(gate.ledger, entry.status.id, { approve: false, by, note: editNote(edited, by) });
+    if (denied.ok) await approveEdited({ id: entry.call.id, name: edited.name, args: edited.args }, by, scope);
   }
 
-  /** On a re-run of the hook: the edited call, if this very edit is what denied the original. */
-  function editedBefore(entry: Entry, decision: HitlDecision, by: string): LangChainToolCall | undefined {
-    if (decision.type !== "edit" || !("record" in entry.status) || entry.status.state !== "denied") return undefined;
-    const edited = decision.editedAction;
-    if (entry.status.record.note !== editNote(edited, by)) return undefined;
+  /** The reviewer approved the edited call: its own request, bound to its new input (filed now; not needed if no rule asks). */
+  async function approveEdited(edited: { id: string; name: string; args: Record<string, unknown> }, by: string, scope: Scope): Promise<void> {
+    if (!gate.tools.has(edited.name)) return;
+    const status = await gate.approvalFor({ id: edited.id, name: edited.name, input: edited.args }, scope);
+    if (status.state === "pending") await decideCall(gate.ledger, status.id, { approve: true, by, note: "edited" });
+  }
+
+  /**
+   * The edited call that replaces this one, as the store holds it: whichever run recorded the edit (this one, a run
+   * delivered the same resume, or one that died after storing it), the next run sends the same edited call on. An
+   * edit's second write (approving the edited call) is made again here, for a run that died between the two.
+   */
+  async function editFromStore(entry: Entry, scope: Scope): Promise<LangChainToolCall | undefined> {
+    if (!("record" in entry.status)) return undefined;
+    const edited = editIn(entry.status.record);
+    if (!edited) return undefined;
+    await approveEdited({ id: entry.call.id, ...edited }, entry.status.record.decidedBy ?? "", scope);
     return { type: "tool_call", id: entry.call.id, name: edited.name, args: edited.args };
   }
 
@@ -224,7 +254,6 @@ export function humanInTheLoopWith(kit: AfterModelKit, gate: Gate, options: Huma
       if (!last?.tool_calls?.length) return undefined;
       const scope = await options.scope(runtime as Parameters<EffectgateMiddlewareOptions["scope"]>[0]);
       let entries = await underReview(last, scope, true);
-      const revised = new Map<string, LangChainToolCall>();
       // Each pass: pause while any request waits; a resume records its decisions, then the store is asked again. A graph
       // resumed re-runs this hook: each interrupt() returns its resume value again and recording it again changes nothing.
       while (entries.some((e) => waiting(e.status))) {
@@ -234,14 +263,16 @@ export function humanInTheLoopWith(kit: AfterModelKit, gate: Gate, options: Huma
             throw new EffectgateError("EG_BAD_OPTION", `the resume has ${resumed.decisions.length} decisions for ${entries.length} actions under review (one per actionRequest, in order)`);
           }
           const by = typeof resumed.by === "string" && resumed.by !== "" ? resumed.by : options.reviewer ?? "langchain-hitl";
-          for (const [i, entry] of entries.entries()) {
-            const decision = resumed.decisions[i]!;
-            // A call decided elsewhere (the CLI, the console) keeps that decision; one this edit decided (a re-run) keeps its edit.
-            const replaced = waiting(entry.status) ? await record(entry, decision, by, scope) : editedBefore(entry, decision, by);
-            if (replaced) revised.set(entry.call.id, replaced);
-          }
+          // A call decided elsewhere (the CLI, the console, an earlier delivery of this resume) keeps that decision.
+          for (const [i, entry] of entries.entries()) if (waiting(entry.status)) await record(entry, resumed.decisions[i]!, by, scope);
         }
         entries = await underReview(last, scope, false);
+      }
+      // Every call is decided: the edits are read back from the store, never from what this run happened to record.
+      const revised = new Map<string, LangChainToolCall>();
+      for (const entry of entries) {
+        const replaced = await editFromStore(entry, scope);
+        if (replaced) revised.set(entry.call.id, replaced);
       }
       if (revised.size === 0) return undefined;
       // As LangChain's middleware does: the AI message keeps its id, with the edited calls in place.

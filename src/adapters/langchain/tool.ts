@@ -53,7 +53,7 @@ export function langchainToolWith(kit: LangChainKit, gate: Gate, tool: AnyGateTo
     throw new EffectgateError("EG_BAD_TOOL_DEFINITION", `tool ${JSON.stringify(gated.name)} is not among the gate's tools: pass it to createGate({ tools }) too`);
   }
   const source = langchainSourceOf(gated);
-  return kit.tool(async (input, config) => {
+  const made = kit.tool(async (input, config) => {
     const id = toolCallIdOf(config);
     const call = { id, name: gated.name, input };
     const scope = await options.scope(config);
@@ -67,4 +67,27 @@ export function langchainToolWith(kit: LangChainKit, gate: Gate, tool: AnyGateTo
     description: options.description ?? gated.description ?? gated.name,
     schema: source?.schema ?? gated.input,
   });
+  return answeringBadInput(kit, gate, made, options);
+}
+
+/**
+ * LangChain checks a tool's input against its schema before the tool's function runs, and its
+ * refusal reaches the model as "Error invoking tool …" with LangChain's stack trace (file paths
+ * included). The tool answers such a call itself: through the gate, which says EG_INVALID_INPUT
+ * with the issues (or, for a call the ledger holds, its recorded answer).
+ */
+function answeringBadInput(kit: LangChainKit, gate: Gate, made: StructuredToolInterface, options: LangChainToolOptions): StructuredToolInterface {
+  const invoke = made.invoke.bind(made);
+  const guarded = async (input: unknown, config?: ToolRunnableConfig): Promise<unknown> => {
+    try {
+      return await invoke(input as never, config);
+    } catch (err) {
+      const toolCall = input as { id?: unknown; args?: unknown; type?: unknown } | null;
+      if (!(err instanceof kit.ToolInputParsingException) || toolCall?.type !== "tool_call") throw err;
+      const id = requireCallId(toolCall.id, "LangChain", "toolCall.id");
+      const answer = await gate.runTool({ id, name: made.name, input: toolCall.args }, await options.scope({ ...config, toolCall: toolCall as never }));
+      return answerMessage(kit, answer, id, made.name);
+    }
+  };
+  return Object.assign(made, { invoke: guarded });
 }

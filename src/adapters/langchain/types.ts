@@ -17,6 +17,8 @@ export interface LangChainKit {
   ) => StructuredToolInterface;
   /** `interrupt(value)` from `@langchain/langgraph`: pauses the graph until it is resumed with `Command({ resume })`. */
   readonly interrupt: (value: unknown) => unknown;
+  /** `ToolInputParsingException` from `@langchain/core/tools`: LangChain's refusal of an input its schema rejects. */
+  readonly ToolInputParsingException: abstract new (...args: never[]) => Error;
   /** The `ToolMessage` class from `@langchain/core/messages`. */
   readonly ToolMessage: new (fields: { content: string; tool_call_id: string; name: string; status: "success" | "error" }) => ToolMessage;
 }
