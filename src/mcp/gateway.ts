@@ -134,7 +134,7 @@ export function createMcpGateway(options: McpGatewayOptions): McpGateway {
     if (fromHost !== undefined) return fromHost;
     // A read never touches the ledger: any id answers it.
     if (gated.class.effect === "read") return `read-${randomUUID()}`;
-    return derivedKey(options.calls, scope, gated.definition.name, args, windowMs, Date.now());
+    return derivedKey(options.calls, scope, gated.definition.name, args, windowMs);
   }
 
   async function callTool(server: Server, name: string, args: Record<string, unknown>, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {

@@ -10,8 +10,9 @@
  * to make: its gate gets the world's clock and the process's faulty view of the ledger, and its
  * upstream client speaks over an in-memory transport to a server in the world (the product's
  * `connectUpstream` only starts a child process or reaches a URL); the client classifies a failed
- * request exactly as `connectUpstream` does. The gateway reads `Date.now()` for its dedupe window,
- * so the machine's clock (support.ts) is the world's, with a skew drawn per schedule.
+ * request exactly as `connectUpstream` does. The gateway judges its dedupe window on the ledger's
+ * clock; the machine's clock (support.ts, what any `Date.now()` reads) is the world's with a skew
+ * drawn per schedule, so a window judged on the gateway's own clock is a violation the world can find.
  *
  * The host behaves as docs/mcp.md tells hosts to: without a tool-use id in `_meta` (most of the
  * time), a repeat of a call is the same call; it repeats a call that timed out on its side, one
