@@ -17,6 +17,7 @@ export function addMcpCommand(program: Command, exitCodes: string): void {
     .option("--listen <host:port>", "serve Streamable HTTP at http://host:port/mcp instead of stdio (e.g. 127.0.0.1:8931); every request needs the token")
     .addOption(new Option("--token <token>", "the bearer token HTTP clients must send (default: a random one, printed on stderr)").env("EFFECTGATE_MCP_TOKEN"))
     .option("--upstream-url <url>", "an upstream MCP server over Streamable HTTP instead of a command")
+    .option("--upstream-id <id>", "the upstream's identity in the ledger, part of every key (default: the config's upstreamId, else a hash of the upstream command and args, or of the URL)")
     .option("--tenant <tenant>", "the tenant the calls are recorded under (default: the config's, else \"default\")")
     .option("--task <task>", "the task the calls are recorded under (default: the config's, else \"mcp\")")
     .passThroughOptions()
@@ -26,9 +27,13 @@ The gateway starts the upstream as a child process (stdio), re-exposes its tools
 every call through the gate:
   classes   from the tools' annotations (readOnlyHint → read, destructiveHint: false → write,
             otherwise destructive), overridable per tool in --config
-  keys      a tool-use id the host puts in _meta, else derived from the task, the tool and the
-            arguments (a dedupe window apart); sent upstream in _meta as
-            io.effectgate/idempotency-key with io.effectgate/fence
+  keys      a tool-use id the host puts in _meta, else derived from the upstream, the task, the
+            tool and the arguments (a dedupe window apart, counted from settlement); sent upstream
+            in _meta as io.effectgate/idempotency-key with io.effectgate/fence
+  upstream  its identity (--upstream-id, default a hash of the command and args or of the URL)
+            is part of every key and fingerprint: gateways sharing a ledger (--db, --pg) in front
+            of different servers never answer each other's calls; give two gateways in front of
+            one server (started with other arguments) the same --upstream-id
   refusals  not granted, over quota, waiting for approval, unknown outcome: an isError result
             that says why and what to do; tools not granted are hidden from tools/list
   approvals destructive calls ask the host's user (elicitation) when the host can, else wait

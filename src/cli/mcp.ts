@@ -17,6 +17,7 @@ export interface McpCommandOptions {
   readonly listen?: string;
   readonly token?: string;
   readonly upstreamUrl?: string;
+  readonly upstreamId?: string;
   readonly tenant?: string;
   readonly task?: string;
 }
@@ -36,7 +37,11 @@ export async function runMcp(upstreamArgs: readonly string[], opts: McpCommandOp
   const ledger = await openLedger(opts.db);
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const gateway = entry.mcpGateway({
-    config: { ...config, ...(opts.tenant === undefined ? {} : { tenant: opts.tenant }), ...(opts.task === undefined ? {} : { task: opts.task }) },
+    config: {
+      ...config, ...(opts.tenant === undefined ? {} : { tenant: opts.tenant }), ...(opts.task === undefined ? {} : { task: opts.task }),
+      // Checked by the config's own rule (non-empty, at most 128 characters).
+      ...(opts.upstreamId === undefined ? {} : entry.parseMcpConfig({ upstreamId: opts.upstreamId }, "--upstream-id")),
+    },
     upstream, ledger, log, version: "0.1.0",
   });
   let stopping: Promise<void> | undefined;

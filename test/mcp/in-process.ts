@@ -7,7 +7,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { CallToolResultSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ElicitRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Stores } from "../../src/contracts/stores.js";
 import { compilePolicy } from "../../src/governance/compile.js";
 import { parseMcpConfig } from "../../src/mcp/config.js";
@@ -24,6 +24,7 @@ export async function inMemoryUpstream(server: McpServer, identity: string): Pro
   await client.connect(clientSide);
   return {
     describe: `in-memory ${identity}`,
+    identity,
     listTools: async () => (await client.listTools()).tools,
     call: (call) => client.request({ method: "tools/call", params: { name: call.name, arguments: call.arguments, _meta: call.meta } }, CallToolResultSchema,
       { timeout: call.timeoutMs, ...(call.signal ? { signal: call.signal } : {}) }),
@@ -38,13 +39,13 @@ export interface InProcessHost {
   close(): Promise<void>;
 }
 
-/** A started gateway in front of `upstream`, on `ledger`, with a host connected to it. */
-export async function inProcessGateway(ledger: Stores, upstream: Upstream, config: Record<string, unknown> = {}): Promise<InProcessHost> {
+/** A started gateway in front of `upstream`, on `ledger`, with a host connected to it (one whose user approves every elicited approval, with `approveAll`). */
+export async function inProcessGateway(ledger: Stores, upstream: Upstream, config: Record<string, unknown> = {}, options: { approveAll?: boolean } = {}): Promise<InProcessHost> {
   const parsed = parseMcpConfig(config, "(test)");
   const gateway = createMcpGateway({
     config: parsed, upstream, calls: ledger.calls, version: "0.1.0", log: () => undefined,
-    makeGate(tools) {
-      const gate = createGate({ tools, ledger, onAlert: () => undefined });
+    makeGate(tools, approver) {
+      const gate = createGate({ tools, ledger, approver, onAlert: () => undefined });
       const grants = compilePolicy(undefined, new Map<string, AnyTool>(tools.map((t) => [t.name, t])));
       return { runner: gate, isGranted: (tool, scope) => grants.isGranted(tool, scope) };
     },
@@ -52,7 +53,8 @@ export async function inProcessGateway(ledger: Stores, upstream: Upstream, confi
   await gateway.start();
   const [hostSide, gatewaySide] = InMemoryTransport.createLinkedPair();
   await gateway.connectHost(gatewaySide);
-  const host = new Client({ name: "test-host", version: "1.0.0" });
+  const host = new Client({ name: "test-host", version: "1.0.0" }, { capabilities: options.approveAll ? { elicitation: {} } : {} });
+  if (options.approveAll) host.setRequestHandler(ElicitRequestSchema, () => ({ action: "accept", content: { approve: true } }));
   await host.connect(hostSide);
   return {
     gateway,

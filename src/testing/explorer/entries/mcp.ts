@@ -292,6 +292,8 @@ export async function runMcpSchedule(seed: number, options: ScheduleOptions): Pr
     }
     return {
       describe,
+      // What connectUpstream derives from a command or URL: each upstream its own, the same for every incarnation of its gateway.
+      identity: `explorer-upstream-${spec.id}`,
       async listTools() {
         return (await (await connected()).listTools()).tools;
       },
