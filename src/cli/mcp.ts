@@ -18,6 +18,12 @@ export interface McpCommandOptions {
   readonly token?: string;
   readonly upstreamUrl?: string;
   readonly upstreamId?: string;
+  readonly sessionIdleMs: number;
+  readonly maxSessions: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly maxConnections: number;
   readonly tenant?: string;
   readonly task?: string;
 }
@@ -66,7 +72,8 @@ export async function runMcp(upstreamArgs: readonly string[], opts: McpCommandOp
   });
   if (listen) {
     const token = opts.token ?? randomBytes(24).toString("base64url");
-    listening = await entry.listenHttp(gateway, { ...listen, token }, log);
+    const { sessionIdleMs, maxSessions, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections } = opts;
+    listening = await entry.listenHttp(gateway, { ...listen, token, sessionIdleMs, maxSessions, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections }, log);
     log(`effectgate mcp: listening on ${listening.url}${opts.token === undefined ? ` with token ${token}` : " (token from --token / EFFECTGATE_MCP_TOKEN)"}`);
   } else {
     await gateway.connectHost(new StdioServerTransport());

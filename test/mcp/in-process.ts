@@ -39,8 +39,8 @@ export interface InProcessHost {
   close(): Promise<void>;
 }
 
-/** A started gateway in front of `upstream`, on `ledger`, with a host connected to it (one whose user approves every elicited approval, with `approveAll`). */
-export async function inProcessGateway(ledger: Stores, upstream: Upstream, config: Record<string, unknown> = {}, options: { approveAll?: boolean } = {}): Promise<InProcessHost> {
+/** A started gateway in front of `upstream`, on `ledger`, wired as src/root/mcp-gateway.ts wires it. */
+export async function startedGateway(ledger: Stores, upstream: Upstream, config: Record<string, unknown> = {}): Promise<McpGateway> {
   const parsed = parseMcpConfig(config, "(test)");
   const gateway = createMcpGateway({
     config: parsed, upstream, calls: ledger.calls, version: "0.1.0", log: () => undefined,
@@ -51,6 +51,12 @@ export async function inProcessGateway(ledger: Stores, upstream: Upstream, confi
     },
   });
   await gateway.start();
+  return gateway;
+}
+
+/** A started gateway in front of `upstream`, on `ledger`, with a host connected to it (one whose user approves every elicited approval, with `approveAll`). */
+export async function inProcessGateway(ledger: Stores, upstream: Upstream, config: Record<string, unknown> = {}, options: { approveAll?: boolean } = {}): Promise<InProcessHost> {
+  const gateway = await startedGateway(ledger, upstream, config);
   const [hostSide, gatewaySide] = InMemoryTransport.createLinkedPair();
   await gateway.connectHost(gatewaySide);
   const host = new Client({ name: "test-host", version: "1.0.0" }, { capabilities: options.approveAll ? { elicitation: {} } : {} });
