@@ -182,6 +182,8 @@ export function createMcpGateway(options: McpGatewayOptions): McpGateway {
         callTool(server, request.params.name, request.params.arguments ?? {}, request.params._meta as Record<string, unknown> | undefined));
       hosts.add(server);
       server.onclose = () => hosts.delete(server);
+      // What the host's transport reports (a message that is not JSON-RPC, a broken pipe): said on stderr, never swallowed.
+      server.onerror = (err) => log(`effectgate mcp: the host connection: ${messageOf(err)}`);
       await server.connect(transport);
       return server;
     },
