@@ -612,7 +612,8 @@ export async function runMcpSchedule(seed: number, options: ScheduleOptions): Pr
 
 /**
  * Entry-specific, reported as I5: no successful answer to a call on one upstream carries a result
- * another upstream's downstream produced; and, as I1, a call whose repeats all came within the
+ * another upstream's downstream produced, and no call is refused as a repeat of another upstream's
+ * call (a destructive tool's repeats window, which compares intents); and, as I1, a call whose repeats all came within the
  * dedupe window never reached its gate under a second generation of its key.
  */
 function crossUpstream(seed: number, workload: McpWorkload, answers: readonly Answer[], keysOf: ReadonlyMap<string, readonly string[]>): Violation[] {
@@ -623,6 +624,14 @@ function crossUpstream(seed: number, workload: McpWorkload, answers: readonly An
       const other = workload.upstreams.flatMap((u) => u.tools).find((t) => t !== call.tool && a.content.includes(`"${t.system.name}-`));
       if (other && !a.content.includes(own)) {
         out.push({ seed, invariant: "I5", message: `[mcp: no answer carries another upstream's result] ${a.worker} answered ${call.id} (${call.tool.system.name}) with a result of ${other.system.name}: ${a.content.slice(0, 160)}` });
+        break;
+      }
+    }
+    // A destructive tool refuses a repeat of the same intent: one upstream's call must never be taken for a repeat of another's.
+    for (const a of answers.filter((x) => x.ref === call.id && x.content.startsWith("EG_REPEATED_CALL"))) {
+      const other = workload.calls.find((c) => c.upstream !== call.upstream && (keysOf.get(c.id) ?? []).some((k) => a.content.includes(`key ${k})`)));
+      if (other) {
+        out.push({ seed, invariant: "I5", message: `[mcp: no call is taken for a repeat of another upstream's call] ${a.worker} refused ${call.id} (${call.tool.system.name}) as a repeat of ${other.id} (${other.tool.system.name}): ${a.content.slice(0, 160)}` });
         break;
       }
     }
