@@ -16,7 +16,7 @@ export {
 } from "./mcp/config.js";
 export { classifyTool, type ToolAnnotations, type ToolClass } from "./mcp/classify.js";
 export { META_FENCE, META_KEY } from "./mcp/gated-tools.js";
-export { listenHttp, MAX_HTTP_BODY_BYTES, type ListenOptions, type Listening } from "./mcp/http.js";
-export { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS } from "./mcp/http-sessions.js";
+export { listenHttp, type ListenOptions, type Listening } from "./mcp/http.js";
+export { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS, MAX_HTTP_BODY_BYTES, MAX_STDIO_MESSAGE_BYTES } from "./mcp/limits.js";
 export { defaultUpstreamId } from "./mcp/keys.js";
-export { BoundedStdioServerTransport, MAX_STDIO_MESSAGE_BYTES, type BoundedStdioOptions } from "./mcp/stdio.js";
+export { BoundedStdioServerTransport, type BoundedStdioOptions } from "./mcp/stdio.js";

@@ -1,8 +1,8 @@
 /** The `effectgate mcp` command's options and help (its work is in mcp.ts, loaded only when it runs). */
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { DEFAULT_SERVER_LIMITS } from "../core/local-server.js";
-// Constants only (the module imports the SDK's types, never the SDK): this file loads with every command.
-import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS } from "../mcp/http-sessions.js";
+// Constants only, from a module that imports nothing: this file loads with every command, never the SDK.
+import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS } from "../mcp/limits.js";
 import { DEFAULT_LEDGER_PATH } from "./defaults.js";
 // Type only: mcp.ts itself is loaded when the command runs.
 import type { McpCommandOptions } from "./mcp.js";

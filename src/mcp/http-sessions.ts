@@ -8,8 +8,6 @@
 import type { ServerResponse } from "node:http";
 import type { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 
-export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
-export const DEFAULT_MAX_SESSIONS = 256;
 
 interface Session {
   readonly transport: StreamableHTTPServerTransport;

@@ -10,10 +10,8 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { EffectgateError, messageOf } from "../core/errors.js";
 import { applyServerLimits, foreignRequest, isLoopback, requestTargetUrl, serverLimitsOf, type ServerLimits } from "../core/local-server.js";
 import type { McpGateway } from "./gateway.js";
-import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS, sessionTable } from "./http-sessions.js";
-
-/** The largest first request (initialize) read; inside a session the SDK keeps the same bound. */
-export const MAX_HTTP_BODY_BYTES = 4 * 1024 * 1024;
+import { sessionTable } from "./http-sessions.js";
+import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS, MAX_HTTP_BODY_BYTES } from "./limits.js";
 
 /** The listener's own limits beside the server limits every server of the package has (header and request timeouts, a connection cap). */
 export interface ListenOptions extends ServerLimits {

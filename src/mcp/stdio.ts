@@ -12,9 +12,7 @@ import process from "node:process";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { messageOf } from "../core/errors.js";
-
-/** The SDK's own bound for one stdio message (STDIO_DEFAULT_MAX_BUFFER_SIZE). */
-export const MAX_STDIO_MESSAGE_BYTES = 10 * 1024 * 1024;
+import { MAX_STDIO_MESSAGE_BYTES } from "./limits.js";
 /** How much of an oversized message's start and end is kept to find its id. */
 const EDGE_BYTES = 512;
 const INVALID_REQUEST = -32600;
