@@ -35,6 +35,8 @@ const calls = {
   write: (c, i) => c.callTool({ name: "write_note", arguments: { text: `w${i}` }, _meta: { toolUseId: `toolu_${i}` } }),
   replay: (c) => c.callTool({ name: "write_note", arguments: { text: "same" }, _meta: { toolUseId: "toolu_same" } }),
   derived: (c, i) => c.callTool({ name: "write_note", arguments: { text: `d${i}` } }),
+  // A host's repeat of a settled call without a tool-use id: the key lookup finds the settled generation and reads the ledger's clock for the window.
+  derivedReplay: (c) => c.callTool({ name: "write_note", arguments: { text: "same-derived" } }),
 } satisfies Record<string, Call>;
 
 async function measure(client: Client, call: Call, offset: number): Promise<Summary> {
@@ -83,17 +85,19 @@ try {
   };
   row("direct, read (echo)", bare.read, bare.read);
   row("direct, write (write_note)", bare.write, bare.write);
-  const memory = await throughGateway(memoryLedger(), ["read", "write", "replay", "derived"]);
+  const memory = await throughGateway(memoryLedger(), ["read", "write", "replay", "derived", "derivedReplay"]);
   row("gateway, read", memory.get("read"), bare.read);
   row("gateway, memory ledger, write, new tool-use id", memory.get("write"), bare.write);
   row("gateway, memory ledger, write, replay", memory.get("replay"), bare.write);
   row("gateway, memory ledger, write, derived key", memory.get("derived"), bare.write);
+  row("gateway, memory ledger, write, derived key, repeat (window)", memory.get("derivedReplay"), bare.write);
   const fsync = await throughGateway(sqliteLedger(join(dir, "fsync.db")), ["write", "replay"]);
   row("gateway, SQLite fsync, write, new tool-use id", fsync.get("write"), bare.write);
   row("gateway, SQLite fsync, write, replay", fsync.get("replay"), bare.write);
-  const processDurable = await throughGateway(sqliteLedger(join(dir, "process.db"), { durability: "process" }), ["write", "derived"]);
+  const processDurable = await throughGateway(sqliteLedger(join(dir, "process.db"), { durability: "process" }), ["write", "derived", "derivedReplay"]);
   row("gateway, SQLite process, write, new tool-use id", processDurable.get("write"), bare.write);
   row("gateway, SQLite process, write, derived key", processDurable.get("derived"), bare.write);
+  row("gateway, SQLite process, write, derived key, repeat (window)", processDurable.get("derivedReplay"), bare.write);
   process.stdout.write(`MCP gateway overhead per tools/call, ${CALLS} calls per row, one at a time (node ${process.version}, ${os.cpus().length} cores)\n\n`);
   process.stdout.write(`${table(["setup", "median", "p99", "median − direct"], rows)}\n`);
 } finally {

@@ -4,11 +4,10 @@
  * `@modelcontextprotocol/sdk` (1.x). `effectgate mcp -- <command>` is the same from the command
  * line; see docs/mcp.md.
  *
- *   import { mcpGateway, loadMcpConfig } from "effectgate/mcp";
- *   import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+ *   import { BoundedStdioServerTransport, mcpGateway, loadMcpConfig } from "effectgate/mcp";
  *   const gateway = mcpGateway({ config: loadMcpConfig("effectgate.mcp.json"), ledger, upstream: { command: "node", args: ["server.js"] } });
  *   await gateway.start();
- *   await gateway.connectHost(new StdioServerTransport());
+ *   await gateway.connectHost(new BoundedStdioServerTransport({ log, onUnanswerable: (why) => { log(why); process.exit(1); } }));
  */
 export { mcpGateway, type McpGateway, type McpGatewayOptions } from "./root/mcp-gateway.js";
 export {
@@ -18,3 +17,6 @@ export {
 export { classifyTool, type ToolAnnotations, type ToolClass } from "./mcp/classify.js";
 export { META_FENCE, META_KEY } from "./mcp/gated-tools.js";
 export { listenHttp, type ListenOptions, type Listening } from "./mcp/http.js";
+export { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS, MAX_HTTP_BODY_BYTES, MAX_STDIO_MESSAGE_BYTES } from "./mcp/limits.js";
+export { defaultUpstreamId } from "./mcp/keys.js";
+export { BoundedStdioServerTransport, type BoundedStdioOptions } from "./mcp/stdio.js";

@@ -17,6 +17,13 @@ export interface McpCommandOptions {
   readonly listen?: string;
   readonly token?: string;
   readonly upstreamUrl?: string;
+  readonly upstreamId?: string;
+  readonly sessionIdleMs: number;
+  readonly maxSessions: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly maxConnections: number;
   readonly tenant?: string;
   readonly task?: string;
 }
@@ -25,7 +32,6 @@ export async function runMcp(upstreamArgs: readonly string[], opts: McpCommandOp
   const entry = await import("../mcp.js").catch((err: unknown) => {
     throw new CliError(`effectgate mcp needs the package @modelcontextprotocol/sdk (1.x): npm install @modelcontextprotocol/sdk (${messageOf(err)})`, EXIT_FAILURE);
   });
-  const { StdioServerTransport } = await import("@modelcontextprotocol/sdk/server/stdio.js");
   const config = opts.config === undefined ? entry.parseMcpConfig({}, "(no config)") : entry.loadMcpConfig(opts.config);
   const [command, ...args] = upstreamArgs;
   if (command !== undefined && opts.upstreamUrl !== undefined) throw new CliError("give the upstream as a command after -- or as --upstream-url, not both", EXIT_USAGE);
@@ -36,7 +42,11 @@ export async function runMcp(upstreamArgs: readonly string[], opts: McpCommandOp
   const ledger = await openLedger(opts.db);
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const gateway = entry.mcpGateway({
-    config: { ...config, ...(opts.tenant === undefined ? {} : { tenant: opts.tenant }), ...(opts.task === undefined ? {} : { task: opts.task }) },
+    config: {
+      ...config, ...(opts.tenant === undefined ? {} : { tenant: opts.tenant }), ...(opts.task === undefined ? {} : { task: opts.task }),
+      // Checked by the config's own rule (non-empty, at most 128 characters).
+      ...(opts.upstreamId === undefined ? {} : entry.parseMcpConfig({ upstreamId: opts.upstreamId }, "--upstream-id")),
+    },
     upstream, ledger, log, version: "0.1.0",
   });
   let stopping: Promise<void> | undefined;
@@ -52,8 +62,15 @@ export async function runMcp(upstreamArgs: readonly string[], opts: McpCommandOp
     await stop();
     throw new CliError(`the gateway could not start: ${messageOf(err)}`, EXIT_FAILURE);
   }
+  /** Why the gateway cannot go on (its stdio session broke): it exits 1 with this, so the host starts it again. */
+  let failure: string | undefined;
+  let fail = (reason: string) => void reason;
   const finished = new Promise<void>((resolve) => {
     const end = () => void stop().then(resolve, resolve);
+    fail = (reason) => {
+      failure ??= reason;
+      end();
+    };
     process.once("SIGINT", end);
     process.once("SIGTERM", end);
     // stdio: the host closing our stdin is the end of the session.
@@ -61,12 +78,14 @@ export async function runMcp(upstreamArgs: readonly string[], opts: McpCommandOp
   });
   if (listen) {
     const token = opts.token ?? randomBytes(24).toString("base64url");
-    listening = await entry.listenHttp(gateway, { ...listen, token }, log);
+    const { sessionIdleMs, maxSessions, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections } = opts;
+    listening = await entry.listenHttp(gateway, { ...listen, token, sessionIdleMs, maxSessions, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections }, log);
     log(`effectgate mcp: listening on ${listening.url}${opts.token === undefined ? ` with token ${token}` : " (token from --token / EFFECTGATE_MCP_TOKEN)"}`);
   } else {
-    await gateway.connectHost(new StdioServerTransport());
+    await gateway.connectHost(new entry.BoundedStdioServerTransport({ log, onUnanswerable: fail }));
   }
   await finished;
+  if (failure !== undefined) throw new CliError(`${failure}; exiting so the host starts the gateway again`, EXIT_FAILURE);
 }
 
 async function openLedger(db: string): Promise<Stores> {

@@ -44,6 +44,13 @@ export type KeyStrategy<I> =
 export interface ToolSpec<S extends StandardSchemaV1, R> {
   /** The name the model calls (Anthropic rule: 1–64 of `[a-zA-Z0-9_-]`). */
   readonly name: string;
+  /**
+   * The system behind the tool, where tools of one name stand in front of different systems on one
+   * ledger (an MCP gateway's upstream): part of each call's fingerprint and intent (`ledgerIdentity`),
+   * so two such tools' calls are never one call, one repeat of the other, or each other's answer.
+   * The model, the policy and every message still use `name`. Default: none.
+   */
+  readonly namespace?: string;
   readonly description?: string;
   /** Required, no default: the gate cannot guess whether a tool charges a card. */
   readonly effect: EffectClass;
@@ -154,6 +161,7 @@ export function defineTool<S extends StandardSchemaV1, R>(spec: ToolSpec<S, R>):
     bad("input must be a Standard Schema such as a zod object (z.object({...}))");
   }
   if (typeof spec.execute !== "function") bad("execute must be a function");
+  if (spec.namespace !== undefined && (typeof spec.namespace !== "string" || spec.namespace === "")) bad("namespace must be a non-empty string when given");
   for (const hook of ["probe", "compensate", "probeCompensation", "dryRun", "lookup", "compareDownstream"] as const) {
     if (spec[hook] !== undefined && typeof spec[hook] !== "function") bad(`${hook} must be a function when given`);
   }
@@ -190,6 +198,14 @@ export function defineTool<S extends StandardSchemaV1, R>(spec: ToolSpec<S, R>):
   const redact = spec.redact ?? [];
   if (!Array.isArray(redact) || redact.some((p) => typeof p !== "string" || p === "")) bad("redact must be a list of dot paths");
   return Object.freeze({ ...spec, key, redact: [...redact] });
+}
+
+/**
+ * What a call's fingerprint and intent name its tool by: the name, behind its namespace when it has
+ * one. A name never holds "/", so `ns/name` is never another tool's plain name.
+ */
+export function ledgerIdentity(tool: { readonly name: string; readonly namespace?: string | undefined }): string {
+  return tool.namespace === undefined ? tool.name : `${tool.namespace}/${tool.name}`;
 }
 
 /** A copy of `input` with each dot path replaced by "[redacted]", and whether any path matched. */

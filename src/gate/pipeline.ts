@@ -11,7 +11,7 @@
 import { EffectgateError, messageOf } from "../core/errors.js";
 import { deriveKey, fingerprint, keyTooLong, type Scope } from "../core/keys.js";
 import { validate } from "../core/standard-schema.js";
-import { redactInput, type AnyTool } from "../core/tool.js";
+import { ledgerIdentity, redactInput, type AnyTool } from "../core/tool.js";
 import { toJson, type Json } from "../core/json.js";
 import { isSettled } from "../core/states.js";
 import type { CallRecord } from "../contracts/calls.js";
@@ -58,7 +58,7 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
   try {
     const key = override.key ?? keyFor(tool, checked.value, block, scope);
     if (override.note) override.note.key = key;
-    const print = fingerprint(tool.name, block.input);
+    const print = fingerprint(ledgerIdentity(tool), block.input);
     const stored = redactInput(block.input, tool.redact);
     // Longer than any ledger keeps: refused before governance and the claim, unless the ledger already holds it (from before the limit).
     const tooLong = keyTooLong({ tenant: scope.tenant, task: scope.task, key });
@@ -75,7 +75,7 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
         tenant: scope.tenant, key, tool: tool.name, effect: tool.effect, task: scope.task, toolUseId: block.id,
         fingerprint: print, input: stored.value as Json, inputRedacted: stored.redacted, owner: rt.owner, leaseMs: rt.leaseMs,
         // Only a tool with an intent window compares intents; for the rest the fingerprint stands for it.
-        ...(repeats ? { intent: intentOf(tool.name, checked.value) } : {}),
+        ...(repeats ? { intent: intentOf(ledgerIdentity(tool), checked.value) } : {}),
       };
       const claimed = async <T>(write: () => Promise<T>): Promise<T> => {
         try {
@@ -186,7 +186,7 @@ function replayed(rt: Runtime, call: Pick<Call, "toolUseId" | "note">, record: C
  * the ledger holds no such call (the validation error is then the truth: nothing was executed).
  */
 async function answeredFromLedger(rt: Runtime, block: ToolUseBlock, scope: Scope, tool: AnyTool | undefined): Promise<ToolResultBlock | undefined> {
-  const print = fingerprint(block.name, block.input);
+  const print = fingerprint(tool ? ledgerIdentity(tool) : block.name, block.input);
   const call = { toolUseId: block.id, tool: { name: block.name } };
   try {
     for (const key of possibleKeys(block, scope, tool)) {

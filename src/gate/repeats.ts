@@ -10,6 +10,7 @@
 import { errorMessage } from "../core/errors.js";
 import { errorResult, renderResult, resultBlock, type ToolResultBlock } from "../core/blocks.js";
 import { collapsedPreamble, intentOf, repeatPolicyOf, type RepeatAction } from "../core/repeats.js";
+import { ledgerIdentity } from "../core/tool.js";
 import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, RepeatQuery, Repeated } from "../contracts/calls.js";
 import { executeHeld } from "./execute.js";
 import type { GovernedCall, Governor } from "./governor.js";
@@ -110,7 +111,7 @@ export async function judgeRepeat(calls: CallStore, governor: Governor | undefin
   const policy = repeatPolicyOf(governed.tool);
   const store = policy && repeatMethods(calls);
   if (!policy || !store) return { kind: "none" };
-  const intent = intentOf(governed.tool.name, governed.input);
+  const intent = intentOf(ledgerIdentity(governed.tool), governed.input);
   const earlier = await store.find({ tenant: governed.scope.tenant, task: governed.scope.task, intent, key: governed.key, windowMs: policy.windowMs });
   if (earlier && policy.action !== "approve") return { kind: "answered" };
   const reasons = policy.action === "approve" ? await approvalReasons(earlier, governor, governed) : undefined;

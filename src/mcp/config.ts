@@ -63,6 +63,12 @@ const configSchema = z.strictObject({
   task: name.optional(),
   agent: name.optional(),
   session: name.optional(),
+  /**
+   * The upstream's identity in the ledger: part of every derived key and of each call's fingerprint
+   * and intent, so gateways sharing a ledger in front of different servers never answer each other's
+   * calls. Default: a hash of the upstream's command and arguments, or of its URL (defaultUpstreamId).
+   */
+  upstreamId: name.max(128, { error: "must be at most 128 characters (it is part of every derived key)" }).optional(),
   timeoutMs: positiveMillis.optional(),
   keys: z.strictObject({
     meta: z.array(name).optional(),

@@ -43,7 +43,12 @@ export function gateNameOf(name: string): string {
   return `${name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 55)}_${hash}`;
 }
 
-export function gatedTools(definitions: readonly McpTool[], config: McpConfig, upstream: Upstream, context: CallContextSource): GatedTool[] {
+/**
+ * `upstreamId` is each tool's namespace: part of every call's fingerprint and intent, so a call of
+ * one upstream is never taken for another upstream's call of a tool with the same name and arguments
+ * (a key mismatch instead of its answer; no repeat window across upstreams).
+ */
+export function gatedTools(definitions: readonly McpTool[], config: McpConfig, upstream: Upstream, context: CallContextSource, upstreamId: string): GatedTool[] {
   const validators = new AjvJsonSchemaValidator();
   const gateTimeoutMs = config.timeoutMs ?? 30_000;
   return definitions.map((definition) => {
@@ -59,6 +64,7 @@ export function gatedTools(definitions: readonly McpTool[], config: McpConfig, u
     const probe = own?.probe;
     const tool = defineTool({
       name: gateNameOf(name),
+      namespace: upstreamId,
       ...(definition.description === undefined ? {} : { description: definition.description }),
       effect: cls.effect,
       input: jsonSchemaInput(validators, definition),

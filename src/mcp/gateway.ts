@@ -84,6 +84,7 @@ export function createMcpGateway(options: McpGatewayOptions): McpGateway {
   };
   const metaKeys = config.keys?.meta ?? DEFAULT_META_KEYS;
   const windowMs = config.keys?.dedupeWindowMs ?? DEFAULT_DEDUPE_WINDOW_MS;
+  const upstreamId = config.upstreamId ?? upstream.identity;
   const approver = elicitingApprover({ timeoutMs: options.elicitTimeoutMs ?? 5 * 60_000 });
   const hosts = new Set<Server>();
   let current: ToolSet | undefined;
@@ -91,7 +92,7 @@ export function createMcpGateway(options: McpGatewayOptions): McpGateway {
 
   async function buildSet(): Promise<ToolSet> {
     const definitions = await upstream.listTools();
-    const tools = gatedTools(definitions, config, upstream, { hostMeta: () => forwardedMeta(hostCalls.getStore()?.meta) });
+    const tools = gatedTools(definitions, config, upstream, { hostMeta: () => forwardedMeta(hostCalls.getStore()?.meta) }, upstreamId);
     for (const name of Object.keys(config.tools ?? {})) {
       if (!definitions.some((d) => d.name === name)) log(`config names tool ${JSON.stringify(name)}, which the upstream ${upstream.describe} does not offer`);
     }
@@ -134,7 +135,7 @@ export function createMcpGateway(options: McpGatewayOptions): McpGateway {
     if (fromHost !== undefined) return fromHost;
     // A read never touches the ledger: any id answers it.
     if (gated.class.effect === "read") return `read-${randomUUID()}`;
-    return derivedKey(options.calls, scope, gated.definition.name, args, windowMs, Date.now());
+    return derivedKey(options.calls, upstreamId, scope, gated.definition.name, args, windowMs);
   }
 
   async function callTool(server: Server, name: string, args: Record<string, unknown>, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
@@ -181,6 +182,8 @@ export function createMcpGateway(options: McpGatewayOptions): McpGateway {
         callTool(server, request.params.name, request.params.arguments ?? {}, request.params._meta as Record<string, unknown> | undefined));
       hosts.add(server);
       server.onclose = () => hosts.delete(server);
+      // What the host's transport reports (a message that is not JSON-RPC, a broken pipe): said on stderr, never swallowed.
+      server.onerror = (err) => log(`effectgate mcp: the host connection: ${messageOf(err)}`);
       await server.connect(transport);
       return server;
     },

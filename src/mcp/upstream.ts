@@ -18,6 +18,7 @@ import { CallToolResultSchema, ErrorCode, McpError, ToolListChangedNotificationS
 import { messageOf } from "../core/errors.js";
 import { OutcomeUnknown, ToolRejected } from "../core/outcome.js";
 import type { UpstreamConfig } from "./config.js";
+import { defaultUpstreamId } from "./keys.js";
 
 /** The upstream could not be reached, so the request was never sent. `code` is one classifyError reads as "not sent". */
 export class UpstreamDown extends Error {
@@ -37,6 +38,8 @@ export interface UpstreamCall {
 export interface Upstream {
   /** Where the upstream is, for messages: the command line or the URL. */
   readonly describe: string;
+  /** Who the upstream is in the ledger when the config names nobody (`upstreamId`): defaultUpstreamId of its config. */
+  readonly identity: string;
   listTools(): Promise<McpTool[]>;
   call(call: UpstreamCall): Promise<CallToolResult>;
   /** Called when the upstream says its tool list changed. */
@@ -103,6 +106,7 @@ export function connectUpstream(config: UpstreamConfig, options: { clientName: s
 
   return {
     describe,
+    identity: defaultUpstreamId(config),
     async listTools() {
       const c = await connected();
       const tools: McpTool[] = [];

@@ -15,7 +15,7 @@ describe("effectgate mcp (the command)", { timeout: PROCESS_TEST_TIMEOUT_MS }, (
     const run = await runCli(["mcp", "--help"]);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/Usage: effectgate mcp \[options\] -- <upstream command> \[args\.\.\.\]/);
-    for (const part of ["--config <path>", "--listen <host:port>", "--upstream-url <url>", "--pg <url>", "mcpServers", "io.effectgate/idempotency-key", "docs/mcp.md"]) {
+    for (const part of ["--config <path>", "--listen <host:port>", "--upstream-url <url>", "--upstream-id <id>", "--session-idle-ms <ms>", "--max-sessions <n>", "--headers-timeout-ms <ms>", "--max-connections <n>", "--pg <url>", "mcpServers", "io.effectgate/idempotency-key", "docs/mcp.md"]) {
       expect(run.stdout).toContain(part);
     }
     expect((await runCli(["--help"])).stdout).toMatch(/\n {2}mcp \[options\] +an MCP gateway/);

@@ -75,21 +75,25 @@ describe("keys", () => {
     expect(toolUseIdFromMeta(undefined, ["toolUseId"])).toBeUndefined();
   });
 
-  it("a derived key passes to a new generation only once the earlier one is settled and older than the window", async () => {
-    const ledger = memoryLedger();
+  it("a derived key passes to a new generation only once the earlier one is settled at least the window ago, on the ledger's clock", async () => {
+    let storeNow = 1_000_000;
+    const ledger = memoryLedger({ clock: () => storeNow });
     const scope = { tenant: "t", task: "mcp" };
-    const first = await derivedKey(ledger.calls, scope, "send", { a: 1 }, 1000, Date.now());
-    expect(first).toMatch(/^mcp:t:mcp:send:[0-9a-f]{64}$/);
+    const first = await derivedKey(ledger.calls, "up", scope, "send", { a: 1 }, 1000);
+    expect(first).toMatch(/^mcp:up:t:mcp:send:[0-9a-f]{64}$/);
     const claim = (key: string) => ledger.calls.claim({
       tenant: "t", key, tool: "send", effect: "write", task: "mcp", toolUseId: key, fingerprint: "f", input: {}, inputRedacted: false, owner: "o", leaseMs: 60_000,
     });
     const { record } = await claim(first);
     // Unsettled: the same key, however old (a repeat must never start a second run beside the first).
-    expect(await derivedKey(ledger.calls, scope, "send", { a: 1 }, 0, Date.now() + 10_000)).toBe(first);
+    storeNow += 10_000;
+    expect(await derivedKey(ledger.calls, "up", scope, "send", { a: 1 }, 0)).toBe(first);
     await ledger.calls.update("t", first, record.version, { state: "completed", result: "ok", owner: null });
-    expect(await derivedKey(ledger.calls, scope, "send", { a: 1 }, 60_000, Date.now())).toBe(first);
-    expect(await derivedKey(ledger.calls, scope, "send", { a: 1 }, 0, Date.now() + 1)).toBe(`${first}~1`);
-    expect(await derivedKey(ledger.calls, scope, "send", { a: 2 }, 0, Date.now())).not.toMatch(/^.*~1$/);
+    // Settled just now: within any window, however long ago it was created.
+    expect(await derivedKey(ledger.calls, "up", scope, "send", { a: 1 }, 1000)).toBe(first);
+    storeNow += 1000;
+    expect(await derivedKey(ledger.calls, "up", scope, "send", { a: 1 }, 1000)).toBe(`${first}~1`);
+    expect(await derivedKey(ledger.calls, "up", scope, "send", { a: 2 }, 0)).not.toMatch(/^.*~1$/);
   });
 
   it("an MCP tool name the gate does not accept gets a stable gate name", () => {

@@ -57,7 +57,7 @@ describe("effectgate mcp over stdio", { timeout: PROCESS_TEST_TIMEOUT_MS }, () =
       expect(b).toEqual(a);
       const keys = ws.effects("create_ticket").map((e) => e.key);
       expect(keys).toHaveLength(2);
-      expect(keys[0]).toMatch(/^mcp:default:mcp:create_ticket:[0-9a-f]{64}$/);
+      expect(keys[0]).toMatch(/^mcp:[0-9a-f]{16}:default:mcp:create_ticket:[0-9a-f]{64}$/);
       expect(keys[1]).not.toBe(keys[0]);
     } finally {
       await host.close();

@@ -10,8 +10,9 @@
  * to make: its gate gets the world's clock and the process's faulty view of the ledger, and its
  * upstream client speaks over an in-memory transport to a server in the world (the product's
  * `connectUpstream` only starts a child process or reaches a URL); the client classifies a failed
- * request exactly as `connectUpstream` does. The gateway reads `Date.now()` for its dedupe window,
- * so the machine's clock (support.ts) is the world's, with a skew drawn per schedule.
+ * request exactly as `connectUpstream` does. The gateway judges its dedupe window on the ledger's
+ * clock; the machine's clock (support.ts, what any `Date.now()` reads) is the world's with a skew
+ * drawn per schedule, so a window judged on the gateway's own clock is a violation the world can find.
  *
  * The host behaves as docs/mcp.md tells hosts to: without a tool-use id in `_meta` (most of the
  * time), a repeat of a call is the same call; it repeats a call that timed out on its side, one
@@ -291,6 +292,8 @@ export async function runMcpSchedule(seed: number, options: ScheduleOptions): Pr
     }
     return {
       describe,
+      // What connectUpstream derives from a command or URL: each upstream its own, the same for every incarnation of its gateway.
+      identity: `explorer-upstream-${spec.id}`,
       async listTools() {
         return (await (await connected()).listTools()).tools;
       },
@@ -609,7 +612,8 @@ export async function runMcpSchedule(seed: number, options: ScheduleOptions): Pr
 
 /**
  * Entry-specific, reported as I5: no successful answer to a call on one upstream carries a result
- * another upstream's downstream produced; and, as I1, a call whose repeats all came within the
+ * another upstream's downstream produced, and no call is refused as a repeat of another upstream's
+ * call (a destructive tool's repeats window, which compares intents); and, as I1, a call whose repeats all came within the
  * dedupe window never reached its gate under a second generation of its key.
  */
 function crossUpstream(seed: number, workload: McpWorkload, answers: readonly Answer[], keysOf: ReadonlyMap<string, readonly string[]>): Violation[] {
@@ -620,6 +624,14 @@ function crossUpstream(seed: number, workload: McpWorkload, answers: readonly An
       const other = workload.upstreams.flatMap((u) => u.tools).find((t) => t !== call.tool && a.content.includes(`"${t.system.name}-`));
       if (other && !a.content.includes(own)) {
         out.push({ seed, invariant: "I5", message: `[mcp: no answer carries another upstream's result] ${a.worker} answered ${call.id} (${call.tool.system.name}) with a result of ${other.system.name}: ${a.content.slice(0, 160)}` });
+        break;
+      }
+    }
+    // A destructive tool refuses a repeat of the same intent: one upstream's call must never be taken for a repeat of another's.
+    for (const a of answers.filter((x) => x.ref === call.id && x.content.startsWith("EG_REPEATED_CALL"))) {
+      const other = workload.calls.find((c) => c.upstream !== call.upstream && (keysOf.get(c.id) ?? []).some((k) => a.content.includes(`key ${k})`)));
+      if (other) {
+        out.push({ seed, invariant: "I5", message: `[mcp: no call is taken for a repeat of another upstream's call] ${a.worker} refused ${call.id} (${call.tool.system.name}) as a repeat of ${other.id} (${other.tool.system.name}): ${a.content.slice(0, 160)}` });
         break;
       }
     }
