@@ -18,12 +18,14 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolResultBlock } from "../core/blocks.js";
 import { errorMessage, messageOf } from "../core/errors.js";
-import type { Scope } from "../core/keys.js";
-import type { AnyTool } from "../core/tool.js";
+import { fingerprint, type Scope } from "../core/keys.js";
+import { isSettled } from "../core/states.js";
+import { replayRecord } from "../gate/runtime.js";
+import { ledgerIdentity, type AnyTool } from "../core/tool.js";
 import type { CallStore } from "../contracts/calls.js";
 import { DEFAULT_DEDUPE_WINDOW_MS, DEFAULT_META_KEYS, type McpConfig } from "./config.js";
 import { elicitingApprover, type ElicitingApprover } from "./elicit.js";
-import { gatedTools, type GatedTool } from "./gated-tools.js";
+import { gatedTools, gateNameOf, type GatedTool } from "./gated-tools.js";
 import { forwardedMeta, hostCalls } from "./host-context.js";
 import { derivedKey, toolUseIdFromMeta } from "./keys.js";
 import { errorToolResult, toCallToolResult } from "./results.js";
@@ -138,11 +140,30 @@ export function createMcpGateway(options: McpGatewayOptions): McpGateway {
     return derivedKey(options.calls, upstreamId, scope, gated.definition.name, args, windowMs);
   }
 
+  /**
+   * The recorded answer of a call of a tool the upstream no longer lists (renamed, removed): by
+   * the host's id or the derived key, as it was called, when its record is settled and was made
+   * by this upstream's tool of that name with these arguments. Undefined otherwise: then the
+   * tool truly is unknown and nothing was executed.
+   */
+  async function heldAnswer(name: string, args: unknown, meta: Record<string, unknown> | undefined): Promise<CallToolResult | undefined> {
+    const key = (config.tools?.[name]?.key === "derived" ? undefined : toolUseIdFromMeta(meta, metaKeys))
+      ?? await derivedKey(options.calls, upstreamId, scope, name, args, windowMs);
+    const record = await options.calls.get(scope.tenant, key);
+    const tool = gateNameOf(name);
+    if (!record || record.tool !== tool || !isSettled(record.state)) return undefined;
+    if (record.fingerprint !== fingerprint(ledgerIdentity({ name: tool, namespace: upstreamId }), args)) return undefined;
+    return toCallToolResult(replayRecord(key, record));
+  }
+
   async function callTool(server: Server, name: string, args: Record<string, unknown>, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
     const set = current;
     if (!set) return errorToolResult(errorMessage("EG_UNKNOWN_TOOL", `the gateway has not read the upstream's tools yet. Nothing was executed; call again.`));
     const gated = set.byName.get(name);
     if (!gated) {
+      // A call the ledger holds is answered from its record, even when the upstream no longer lists its tool.
+      const held = await heldAnswer(name, args, meta).catch(() => undefined);
+      if (held) return held;
       return errorToolResult(errorMessage("EG_UNKNOWN_TOOL",
         `the upstream MCP server (${upstream.describe}) has no tool named ${JSON.stringify(name)}. ` +
           `Its tools: ${visible(set).map((t) => t.name).join(", ") || "none"}. Nothing was executed.`));
