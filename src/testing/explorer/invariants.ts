@@ -86,7 +86,7 @@ export interface Evidence {
 const NOTHING_RAN = /nothing was executed/i;
 /** Answers that end a call before it was ever claimed: a person (or the policy) refused it. */
 const REPEATED = /^EG_REPEATED_CALL\b/;
-const REFUSED = /^EG_(INVALID_INPUT|APPROVAL_DENIED|APPROVAL_EXPIRED|AWAITING_APPROVAL|NOT_GRANTED|KILL_SWITCH|QUOTA_EXCEEDED|BREAKER_OPEN)\b/;
+const REFUSED = /^EG_(KEY_TOO_LONG|INVALID_INPUT|APPROVAL_DENIED|APPROVAL_EXPIRED|AWAITING_APPROVAL|NOT_GRANTED|KILL_SWITCH|QUOTA_EXCEEDED|BREAKER_OPEN)\b/;
 
 /** The logical call a record's input names, when the input names one (the built-in downstreams' `ref`). */
 function refOf(record: CallRecord): string | undefined {

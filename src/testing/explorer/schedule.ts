@@ -73,6 +73,8 @@ interface Call {
 const TURN_STREAM = 0x2545f491;
 /** Mixed into the seed for the stalled holders' stream (workload.ts drawStalls). */
 const STALL_STREAM = 0x1b873593;
+/** Mixed into the seed for the over-long tool_use ids' stream. */
+const LONG_ID_STREAM = 0x27d4eb2f;
 /** Mixed into the seed for the person who settles calls given to a human (their own stream). */
 const PERSON_STREAM = 0x7feb352d;
 
@@ -117,6 +119,15 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     const tool = system.toolsFor(world.process("probe-only")).find((t) => t.name === made.tool);
     if (!tool) throw new Error(`simulated system ${system.name} made a call of ${made.tool}, which is not one of its tools`);
     calls.push({ ref, system, tool, block: { type: "tool_use", id: `toolu_${i}`, name: made.tool, input: made.input } });
+  }
+  // Rarely (a stream of its own), a framework's tool_use id longer than a ledger keeps (KEY_LIMITS): refused up front on
+  // every store, "nothing was executed", never written to a ledger that would refuse it at its index.
+  const longRng = seededRng((seed ^ LONG_ID_STREAM) >>> 0);
+  if (widened && calls.length > 0 && longRng.chance(0.08)) {
+    const i = longRng.int(calls.length);
+    const call = calls[i]!;
+    const id = `${call.block.id}_${Array.from({ length: 2_900 }, () => longRng.int(36).toString(36)).join("")}`;
+    calls[i] = { ...call, block: { ...call.block, id } };
   }
   const messages = workload.messages.map((ids) => ids.map((i) => calls[i]!));
   if (turns) extendTurns(turns);

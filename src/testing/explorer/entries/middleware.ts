@@ -22,6 +22,8 @@
  *   response was stored is the documented window, and a retry runs again);
  * - (I5) every 2xx answer, replayed or not, is a response the handler gave for that key;
  * - (I3) every request ends with a definite answer once faults stop;
+ * - (I7) a chunked body over the limit (no Content-Length) is answered 413 after the server pulled
+ *   at most the limit and one chunk of it: the rest is never read nor buffered (issue 12 defect 8);
  * - (I5) a key reused for another body (a long account number that differs only past a double's
  *   precision) is never answered with the first body's stored response (issue 12 defect 7).
  *
@@ -43,6 +45,10 @@ import { drawDownstream } from "../workload.js";
 import { World, type Process } from "../world.js";
 import type { WorldEntry } from "./load.js";
 import { dedupe } from "./support.js";
+
+/** The servers' body limit, and the chunk a client streams an over-long body in. */
+const MAX_BODY_BYTES = 256 * 1024;
+const CHUNK_BYTES = 16 * 1024;
 
 /** Far longer than a handler runs here (its interval, a third of it, is real time: it never fires within a schedule). */
 const LEASE_MS = 120_000;
@@ -124,6 +130,8 @@ export async function runMiddlewareSchedule(seed: number, options: ScheduleOptio
     const first = { ...requests[at]!, account: digits, afterExpiry: false };
     requests.splice(at, 1, first, { ...first, account: other, misuse: true });
   }
+  // Sometimes (a stream of its own) a client streams a body far over the servers' limit, chunked, under a key of its own.
+  const oversized = seededRng((seed ^ 0x6c8e9cf5) >>> 0).chance(0.3) ? { key: `${opened.prefix}key_big`, chunks: 64 } : undefined;
   const serverCount = drawRng.between(2, 3);
   const clientTimeoutMs = drawRng.pick([300, 2_000, 10_000]);
   const rates = drawRng.pick(PROFILES);
@@ -147,7 +155,7 @@ export async function runMiddlewareSchedule(seed: number, options: ScheduleOptio
     const process = world.process(`worker-srv${slot}-${++started}`);
     const [effect] = downstream.toolsFor(process) as [AnyTool];
     const app = new Hono();
-    app.use("/charges", honoIdempotency({ ledger: serverLedger(world, base, process, faults, whole), ttlMs, leaseMs: LEASE_MS, clientId: () => opened.tenant }));
+    app.use("/charges", honoIdempotency({ ledger: serverLedger(world, base, process, faults, whole), ttlMs, leaseMs: LEASE_MS, maxBodyBytes: MAX_BODY_BYTES, clientId: () => opened.tenant }));
     app.post("/charges", async (c) => {
       const key = c.req.header("idempotency-key") ?? "";
       const body = await c.req.json<{ ref: string; amount: number }>();
@@ -233,7 +241,33 @@ export async function runMiddlewareSchedule(seed: number, options: ScheduleOptio
       await answeredFirst;
       await send(request, "run", false);
     });
-    await Promise.all([...misused, ...requests.filter((r) => !r.misuse).map(async (request) => {
+    const streamed = oversized ? [(async () => {
+      await world.until(world.now + clientRng.between(0, 500));
+      const server = await someServer();
+      let pulled = 0;
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent === oversized.chunks) return controller.close();
+          sent++;
+          pulled += CHUNK_BYTES;
+          controller.enqueue(new Uint8Array(CHUNK_BYTES).fill(0x20));
+        },
+      }, { highWaterMark: 0 });
+      world.log(`client → ${server.process.name} ${oversized.key}: a chunked body of ${oversized.chunks * CHUNK_BYTES} bytes`);
+      const answered = world.answerOf(server.process, Promise.resolve(server.app.request("/charges", {
+        method: "POST", headers: { "content-type": "application/json", "idempotency-key": oversized.key }, body, duplex: "half",
+      } as RequestInit)));
+      let timer: { cancel(): void } | undefined;
+      const res = await Promise.race([answered, new Promise<"timeout">((resolve) => (timer = world.addTimer(30_000, () => resolve("timeout"))))]);
+      timer?.cancel();
+      if (res === "timeout") return world.log(`client: ${oversized.key} timed out on ${server.process.name}`);
+      world.log(`client ← ${server.process.name} ${oversized.key}: ${res.status} after the server pulled ${pulled} bytes`);
+      if (res.status !== 413 || pulled > MAX_BODY_BYTES + CHUNK_BYTES) {
+        violations.push({ seed, invariant: "I7", message: `[middleware: a body over the limit is refused unread] ${server.process.name} answered a chunked body of ${oversized.chunks * CHUNK_BYTES} bytes (limit ${MAX_BODY_BYTES}) ${res.status} after pulling ${pulled} bytes of it` });
+      }
+    })()] : [];
+    await Promise.all([...streamed, ...misused, ...requests.filter((r) => !r.misuse).map(async (request) => {
       await world.until(world.now + clientRng.between(0, 500));
       await send(request, "run", clientRng.chance(0.3));
       if (request.account !== undefined) firstAnswered();
