@@ -257,7 +257,7 @@ export async function runMiddlewareSchedule(seed: number, options: ScheduleOptio
       world.log(`client → ${server.process.name} ${oversized.key}: a chunked body of ${oversized.chunks * CHUNK_BYTES} bytes`);
       const answered = world.answerOf(server.process, Promise.resolve(server.app.request("/charges", {
         method: "POST", headers: { "content-type": "application/json", "idempotency-key": oversized.key }, body, duplex: "half",
-      } as RequestInit)));
+      })));
       let timer: { cancel(): void } | undefined;
       const res = await Promise.race([answered, new Promise<"timeout">((resolve) => (timer = world.addTimer(30_000, () => resolve("timeout"))))]);
       timer?.cancel();
