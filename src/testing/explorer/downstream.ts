@@ -66,6 +66,12 @@ export interface DownstreamConfig {
   readonly toolHonoursAbort: boolean;
   /** The tool awaits this long (simulated) before sending, e.g. for a token: a window in which its process may stall. */
   readonly preSendMs: number;
+  /**
+   * Once, on a worker, the tool's process stalls this long (a GC or VM pause) before it sends: past
+   * its lease, so another worker may take the call over and send first; the stale send must then be
+   * refused by its older fence (workload.ts drawStalls).
+   */
+  readonly stallMs?: number;
   /** The tool's intent window (its `repeats` policy), for re-plans under a new id; undefined: the effect class's default. */
   readonly repeats?: "collapse" | "refuse";
   /** What happens to the first requests, in order (a scripted scenario); later ones are drawn from the rates above. */
@@ -118,6 +124,7 @@ export function simulatedDownstream(world: World, rng: Rng, config: DownstreamCo
   const sentAfter = new Set<string>();
   let seq = 0;
   let requests = 0;
+  let stalled = false;
   const bump = (map: Map<string, number>, key: string, by = 1) => map.set(key, (map.get(key) ?? 0) + by);
 
   function request(process: Process, key: string, fence: number, input: { ref: string; amount: number }, signal: AbortSignal | undefined): Promise<unknown> {
@@ -201,6 +208,10 @@ export function simulatedDownstream(world: World, rng: Rng, config: DownstreamCo
         ? { dryRun: (input: { ref: string; amount: number }) => ({ effect: `would_${config.name}`, would_affect: { ref: input.ref, amount: input.amount }, reversible: false }) }
         : {}),
       async execute(input, ctx: ToolContext) {
+        if (config.stallMs !== undefined && !stalled && process.name.startsWith("worker")) {
+          stalled = true;
+          world.freeze(process, config.stallMs, `in ${config.name} for ${ctx.toolUseId} before it sends (fence ${ctx.fence})`);
+        }
         if (config.preSendMs > 0) await sleepOn(time, config.preSendMs);
         return request(process, ctx.idempotencyKey, ctx.fence, input, config.toolHonoursAbort ? ctx.signal : undefined);
       },

@@ -17,7 +17,10 @@
  *   runs (an unhandled 'error' of a database connection, say) would have ended an agent's process
  *   (watched in explore.ts, process-faults.ts);
  * - I8: a recorded state never contradicts the downstream without a finding: a call a person
- *   settled as failed whose effect the gate then heard of (a late reply) carries a finding.
+ *   settled (schedule.ts, the person who settles calls given to a human) as failed, or as completed
+ *   with another result, whose real reply then reached a live gate, carries a late_reply finding
+ *   (or, when the ledger could not take one, an alert). A person's verdict itself is theirs: I3,
+ *   I4 and I5 do not judge it against the downstream, I8 does once the gate hears otherwise.
  */
 import { renderResult } from "../../core/blocks.js";
 import type { Json } from "../../core/json.js";
@@ -49,6 +52,20 @@ export interface Answer {
   readonly ranHere: boolean;
 }
 
+/** How and when a person settled a call given to a human. */
+export interface PersonVerdict {
+  readonly as: "completed" | "failed";
+  readonly at: number;
+}
+
+/** A run of a tool whose success reached its gate at `at` (for a call given to a person by then: a late reply). */
+export interface LateSuccess {
+  readonly key: string;
+  readonly toolUseId: string;
+  readonly at: number;
+  readonly result: unknown;
+}
+
 export interface Evidence {
   readonly calls: readonly {
     readonly ref: string; readonly block: { readonly id: string }; readonly system: SimulatedSystem; readonly tool: AnyTool;
@@ -58,12 +75,18 @@ export interface Evidence {
   readonly answers: readonly Answer[];
   /** The final record of each call, by key (the tool_use id). */
   readonly records: ReadonlyMap<string, CallRecord>;
+  /** Calls a person settled, by key. */
+  readonly verdicts?: ReadonlyMap<string, PersonVerdict>;
+  /** Successful tool runs whose gate stayed alive (I8). */
+  readonly lateSuccesses?: readonly LateSuccess[];
+  /** Keys with a late_reply finding or a late-reply alert. */
+  readonly flagged?: ReadonlySet<string>;
 }
 
 const NOTHING_RAN = /nothing was executed/i;
 /** Answers that end a call before it was ever claimed: a person (or the policy) refused it. */
 const REPEATED = /^EG_REPEATED_CALL\b/;
-const REFUSED = /^EG_(INVALID_INPUT|APPROVAL_DENIED|APPROVAL_EXPIRED|AWAITING_APPROVAL|NOT_GRANTED|KILL_SWITCH|QUOTA_EXCEEDED|BREAKER_OPEN)\b/;
+const REFUSED = /^EG_(KEY_TOO_LONG|INVALID_INPUT|APPROVAL_DENIED|APPROVAL_EXPIRED|AWAITING_APPROVAL|NOT_GRANTED|KILL_SWITCH|QUOTA_EXCEEDED|BREAKER_OPEN)\b/;
 
 /** The logical call a record's input names, when the input names one (the built-in downstreams' `ref`). */
 function refOf(record: CallRecord): string | undefined {
@@ -100,7 +123,9 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
         if (a.ranHere && NOTHING_RAN.test(a.content)) fail("I4", `${a.worker} told the agent "${a.content.slice(0, 200)}" for ${a.toolUseId} after it had started the tool`);
       }
       const real = system.resultOf(ref);
-      const wrong = said.find((a) => !a.isError && (real === undefined || !a.content.includes(renderResult(real as Json))));
+      // A person who said the call failed (wrongly, maybe) let its re-plan run: that run's result is the answer then.
+      const personSaidFailed = evidence.calls.some((c) => c.ref === ref && evidence.verdicts?.get(c.block.id)?.as === "failed");
+      const wrong = personSaidFailed ? undefined : said.find((a) => !a.isError && (real === undefined || !a.content.includes(renderResult(real as Json))));
       if (wrong) fail("I5", `${wrong.worker} answered ${call.turn === "replan" ? "the re-plan " : ""}${wrong.toolUseId} of ${ref} with ${wrong.content.slice(0, 160)}, not the one result the downstream produced (${real === undefined ? "none" : renderResult(real as Json).slice(0, 120)})`);
       continue;
     }
@@ -109,6 +134,16 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
     if (!protectedByProbe && effects > 1) fail("I2", `${ref} (${tool.name}, no probe) was applied ${effects} times downstream`);
     if (!protectedByProbe && system.sentAfterApplied?.(ref) === true) {
       fail("I2", `${ref} (${tool.name}, no probe) was sent again after a send that applied (${sends} sends)`);
+    }
+
+    const verdict = record ? evidence.verdicts?.get(record.key) : undefined;
+    if (verdict && record) {
+      // I8: the real reply came after the person's verdict and says otherwise: a finding must say so.
+      const late = (evidence.lateSuccesses ?? []).find((l) => l.key === record.key && l.at > verdict.at &&
+        (record.state === "failed" || (record.state === "completed" && renderResult(l.result as Json) !== renderResult(record.result))));
+      if (late && !(evidence.flagged?.has(record.key) ?? false)) {
+        fail("I8", `${ref} was settled by a person as ${record.state}; its real reply ${renderResult(late.result as Json).slice(0, 120)} reached the gate after, and no finding or alert says so`);
+      }
     }
 
     const last = said.filter((a) => a.phase === "final").at(-1);
@@ -121,12 +156,13 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
       }
     } else if (record.state !== "completed" && record.state !== "failed" && record.state !== "needs_human") {
       fail("I3", `${ref} ended ${record.state} (owner ${record.owner ?? "none"}), not completed, failed or with a person`);
-    } else if (record.state === "completed" && effects === 0) {
+    } else if (record.state === "completed" && effects === 0 && verdict?.as !== "completed") {
       fail("I3", `${ref} is recorded completed but its effect never happened downstream (${sends} sends)`);
     }
 
-    if (record?.state === "failed" && effects > 0) fail("I4", `${ref} is recorded failed (${record.error ?? ""}) but its effect happened ${effects} time(s)`);
+    if (record?.state === "failed" && effects > 0 && verdict?.as !== "failed") fail("I4", `${ref} is recorded failed (${record.error ?? ""}) but its effect happened ${effects} time(s)`);
     for (const a of said) {
+      if (verdict && a.at >= verdict.at) continue; // the person's verdict, relayed
       if (a.ranHere && NOTHING_RAN.test(a.content)) {
         fail("I4", `${a.worker} told the agent "${a.content.slice(0, 200)}" for ${a.toolUseId} after it had started the tool`);
       } else if ((a.effectsBefore ?? 0) > 0 && NOTHING_RAN.test(a.content)) {
@@ -135,8 +171,11 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
       }
     }
 
-    const successes = said.filter((a) => !a.isError);
     const real = system.resultOf(ref);
+    // A call a person settled: a success the gate saw itself (before the verdict, or a late reply after it, which leaves a
+    // finding: I8) is the downstream's real result; any other is the person's recorded one.
+    const before = verdict ? said.filter((a) => !a.isError && real !== undefined && a.content === renderResult(real as Json)) : [];
+    const successes = said.filter((a) => !a.isError && !before.includes(a));
     if (successes.length > 0 && record?.state === "needs_human") {
       // The worker that got the reply answered, then died before its write landed: the ledger
       // never learnt it, and a person settles the call. That answer must still be the real one.
@@ -160,7 +199,7 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
           break;
         }
       }
-      if (expected !== undefined && real !== undefined && expected !== renderResult(real as Json)) {
+      if (expected !== undefined && real !== undefined && verdict?.as !== "completed" && expected !== renderResult(real as Json)) {
         fail("I5", `${ref}'s recorded result ${expected.slice(0, 120)} is not what the downstream produced: ${renderResult(real as Json).slice(0, 120)}`);
       }
     }

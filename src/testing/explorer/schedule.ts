@@ -9,16 +9,18 @@ import { isDeepStrictEqual } from "node:util";
 import type { ToolResultBlock, ToolUseBlock } from "../../core/blocks.js";
 import type { AnyTool } from "../../core/tool.js";
 import type { CallRecord } from "../../contracts/calls.js";
+import type { Json } from "../../core/json.js";
 import type { Stores } from "../../contracts/stores.js";
 import { createGate, type Gate } from "../../root/create-gate.js";
 import { decideApproval } from "../../governance/approvals.js";
+import { resolveCall } from "../../reconcile/queue.js";
 import { simulatedDownstream, type SimulatedSystem } from "./downstream.js";
 import { Faults, type FaultCounts } from "./faults.js";
 import { gateEntry, type AskEntry } from "./entries/entry.js";
-import { checkInvariants, type Answer, type Violation } from "./invariants.js";
+import { checkInvariants, type Answer, type LateSuccess, type PersonVerdict, type Violation } from "./invariants.js";
 import { faultyLedger } from "./ledger.js";
 import { seededRng, type Rng } from "./rng.js";
-import { drawTurns, drawWorkload, type Turns, type Workload } from "./workload.js";
+import { drawStalls, drawTurns, drawWorkload, type Turns, type Workload } from "./workload.js";
 import { repeatPolicyOf } from "../../core/repeats.js";
 import { World, type Process } from "./world.js";
 
@@ -69,6 +71,12 @@ interface Call {
 
 /** Mixed into the seed for the turns' own stream (workload.ts drawTurns). */
 const TURN_STREAM = 0x2545f491;
+/** Mixed into the seed for the stalled holders' stream (workload.ts drawStalls). */
+const STALL_STREAM = 0x1b873593;
+/** Mixed into the seed for the over-long tool_use ids' stream. */
+const LONG_ID_STREAM = 0x27d4eb2f;
+/** Mixed into the seed for the person who settles calls given to a human (their own stream). */
+const PERSON_STREAM = 0x7feb352d;
 
 const ASK_AGAIN = /^(EG_IN_PROGRESS|EG_LEDGER_UNAVAILABLE|EG_AWAITING_APPROVAL)\b/;
 
@@ -79,10 +87,11 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
   const base = opened.stores;
   const scope = { tenant: opened.tenant, task: `schedule-${seed}` };
   const workloadRng = rng.fork();
-  const workload = options.workload?.(workloadRng, opened.prefix) ?? drawWorkload(workloadRng);
-  // Reused ids and re-plans, on the gate's own entry with the built-in world (a scripted workload or your own systems keep theirs).
-  const turns: Turns | undefined = options.workload || options.systems || (options.entry && options.entry.name !== "gate")
-    ? undefined : drawTurns(seededRng((seed ^ TURN_STREAM) >>> 0), workload);
+  const drawn = options.workload?.(workloadRng, opened.prefix) ?? drawWorkload(workloadRng);
+  // Reused ids, re-plans and stalled holders, on the gate's own entry with the built-in world (a scripted workload or your own systems keep theirs).
+  const widened = !(options.workload || options.systems || (options.entry && options.entry.name !== "gate"));
+  const workload = widened ? drawStalls(seededRng((seed ^ STALL_STREAM) >>> 0), drawn) : drawn;
+  const turns: Turns | undefined = widened ? drawTurns(seededRng((seed ^ TURN_STREAM) >>> 0), workload) : undefined;
   const systemRng = rng.fork();
   const systems: SimulatedSystem[] = options.systems?.(world, systemRng, opened.prefix) ??
     workload.downstreams.map((config, i) => simulatedDownstream(world, systemRng.fork(), {
@@ -94,6 +103,11 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
   const answers: Answer[] = [];
   /** Runs of a tool, per process and tool_use id: "did this worker start the tool for this call?". */
   const runs = new Map<string, number>();
+  const lateSuccesses: (LateSuccess & { readonly process: Process; readonly attempt: number })[] = [];
+  /** The highest attempt started per key. */
+  const lastRun = new Map<string, number>();
+  const verdicts = new Map<string, PersonVerdict>();
+  const alerts: { readonly code: string; readonly key: string | undefined }[] = [];
 
   // The agent's calls: each a logical call (ref) of one system's tool.
   const calls: Call[] = [];
@@ -105,6 +119,15 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     const tool = system.toolsFor(world.process("probe-only")).find((t) => t.name === made.tool);
     if (!tool) throw new Error(`simulated system ${system.name} made a call of ${made.tool}, which is not one of its tools`);
     calls.push({ ref, system, tool, block: { type: "tool_use", id: `toolu_${i}`, name: made.tool, input: made.input } });
+  }
+  // Rarely (a stream of its own), a framework's tool_use id longer than a ledger keeps (KEY_LIMITS): refused up front on
+  // every store, "nothing was executed", never written to a ledger that would refuse it at its index.
+  const longRng = seededRng((seed ^ LONG_ID_STREAM) >>> 0);
+  if (widened && calls.length > 0 && longRng.chance(0.08)) {
+    const i = longRng.int(calls.length);
+    const call = calls[i]!;
+    const id = `${call.block.id}_${Array.from({ length: 2_900 }, () => longRng.int(36).toString(36)).join("")}`;
+    calls[i] = { ...call, block: { ...call.block, id } };
   }
   const messages = workload.messages.map((ids) => ids.map((i) => calls[i]!));
   if (turns) extendTurns(turns);
@@ -160,7 +183,10 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
       leaseMs: workload.leaseMs,
       waitMs: workload.waitMs,
       probe: workload.probe,
-      onAlert: (a) => world.log(`${name} alert ${a.code}: ${a.message}`),
+      onAlert: (a) => {
+        alerts.push({ code: a.code, key: a.key });
+        world.log(`${name} alert ${a.code}: ${a.message}`);
+      },
       faults: (point) => (faults.atPoint(process, point) === "crash" ? new Promise<void>(() => undefined) : undefined),
     });
     holder.gate = gate;
@@ -174,9 +200,13 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
       ...tool,
       execute(input, ctx) {
         const id = `${process.name}\u0001${ctx.toolUseId}`;
+        lastRun.set(ctx.idempotencyKey, Math.max(ctx.attempt, lastRun.get(ctx.idempotencyKey) ?? 0));
         runs.set(id, (runs.get(id) ?? 0) + 1);
         world.log(`${process.name} starts ${tool.name} for ${ctx.toolUseId} (attempt ${ctx.attempt}, fence ${ctx.fence})`);
-        return tool.execute(input, ctx);
+        const ran = tool.execute(input, ctx);
+        // When each run's success reached its gate (a late reply, if the call was given to a person meanwhile): for I8.
+        void Promise.resolve(ran).then((result) => lateSuccesses.push({ key: ctx.idempotencyKey, toolUseId: ctx.toolUseId, at: world.now, process, result, attempt: ctx.attempt }), () => undefined);
+        return ran;
       },
     };
   }
@@ -265,14 +295,45 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     }
   };
 
+  /**
+   * In some schedules, a person who settles the calls given to a human (issue 23, "People"), on
+   * the ledger through the operator API: mostly right (from what the downstream shows by then),
+   * sometimes wrong; a request still on its way may land after, and its late reply must then
+   * leave a finding (I8). Their own stream, so other schedules draw as before.
+   */
+  const personRng = seededRng((seed ^ PERSON_STREAM) >>> 0);
+  const settler = widened && personRng.chance(0.4) ? async () => {
+    while (approving) {
+      await world.until(world.now + personRng.pick([100, 2_000, 15_000]));
+      if (!approving) break;
+      const parked = (await world.track(base.calls.list({ tenant: scope.tenant, limit: 1000 }))).filter((r) => r.state === "needs_human");
+      for (const record of parked) {
+        const call = calls.find((c) => c.block.id === record.key);
+        if (!call || !personRng.chance(0.6)) continue;
+        const applied = call.system.effects(call.ref) > 0;
+        const right = personRng.chance(0.75);
+        const as: PersonVerdict["as"] = applied === right ? "completed" : "failed";
+        const resolution = as === "completed"
+          ? { completedWith: (applied ? call.system.resultOf(call.ref) : { id: "confirmed-by-person", ref: call.ref }) as Json, by: "explorer-person" }
+          : { failed: "the downstream shows no such request", by: "explorer-person" };
+        const settled = await world.track(resolveCall(base, scope.tenant, record.key, resolution)).then(() => true, () => false);
+        if (settled) verdicts.set(record.key, { as, at: world.now });
+        world.log(`person settled ${record.key} as ${as} (${right ? "right" : "wrong"}, ${settled ? "recorded" : "it had moved"})`);
+      }
+    }
+  } : undefined;
+
   let records: CallRecord[] = [];
+  const foundLate = new Set<string>();
   let finalRecovery: string | undefined;
   const main = (async () => {
     for (let i = 0; i < workload.workers; i++) spawn();
     const person = approver();
+    const settling = settler?.();
     for (const message of messages) await deliver(message);
     approving = false;
     await person;
+    await settling;
     await decidePending();
 
     // Settle: no more faults; thaw everything, let the live workers finish, recover, replay once.
@@ -311,6 +372,10 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     await operator.gate.drain();
     for (const w of [...live, operator, ...(release ? [release] : [])]) await w.gate.close();
     records = await world.track(base.calls.list({ tenant: scope.tenant, limit: 1000 }));
+    for (const [key] of verdicts) {
+      const found = await world.track(base.reconcile?.listFindings({ tenant: scope.tenant, key, limit: 100 }) ?? Promise.resolve([]));
+      if (found.some((f) => f.source === "late_reply")) foundLate.add(key);
+    }
   })();
 
   const ended = await world.run(main);
@@ -320,8 +385,12 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     await main;
   }
   if (finalRecovery) violations.push({ seed, invariant: "I3", message: finalRecovery });
+  // A late reply counts for I8 only where its gate could still act on it: its process alive to the end.
+  // Only the last run started for a call is the one its gate waits on after giving it to a person (an earlier abandoned run's reply is not followed: see docs/testing.md).
+  const heard = lateSuccesses.filter((l) => l.process.state !== "dead" && l.attempt === lastRun.get(l.key));
+  const flagged = new Set([...foundLate, ...alerts.filter((a) => a.code === "late_reply_contradicts" || a.code === "record_failed").flatMap((a) => (a.key ? [a.key] : []))]);
   for (const w of live) w.process.state = "dead";
-  violations.push(...checkInvariants(seed, { calls, answers, records: new Map(records.map((r) => [r.key, r])) }));
+  violations.push(...checkInvariants(seed, { calls, answers, records: new Map(records.map((r) => [r.key, r])), verdicts, lateSuccesses: heard, flagged }));
   await opened.release();
   return {
     seed, calls: calls.length, faults: faults.counts, workersStarted: started + 1,

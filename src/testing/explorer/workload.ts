@@ -109,3 +109,25 @@ export function drawTurns(rng: Rng, workload: Workload): Turns {
   });
   return { repeats, extra, tightenOnFinal: rng.chance(0.4) };
 }
+
+/**
+ * The stalled holder fencing is for (issue 12 defect 4), drawn from a stream of its own: a tool
+ * with a probe and a settle horizon, whose downstream does not honour keys but refuses an older
+ * fence (docs/guarantees.md, "Fencing"), waits before it sends and ignores ctx.signal; once, its
+ * process stalls there well past its lease while a twin delivery waits the lease out and takes
+ * the call over. The new holder sends first with a higher fence, so the stale send is refused.
+ */
+export function drawStalls(rng: Rng, workload: Workload): Workload {
+  if (!rng.chance(0.25)) return workload;
+  let changed = false;
+  const downstreams = workload.downstreams.map((d) => {
+    if (changed || d.honoursKeys || !d.probe || d.settleMs === undefined || d.lie) return d;
+    changed = true;
+    // Past the lease, the take-over's probing and its settle horizon, and the new holder's own send.
+    const stallMs = workload.leaseMs * 3 + d.settleMs + d.maxLandMs + 60_000 + rng.pick([0, 30_000]);
+    // Its probe sees a request in flight ("running"): a stale send that arrived before the new holder's is then waited for, not sent beside.
+    return { ...d, enforcesFence: true, probeSeesInflight: true, preSendMs: rng.pick([20, 400]), toolHonoursAbort: false, honoursCancel: false, stallMs };
+  });
+  if (!changed) return workload;
+  return { ...workload, downstreams, twin: Math.max(workload.twin, 0.6), waitMs: workload.leaseMs * 2 };
+}

@@ -21,7 +21,11 @@
  *   released by a 5xx runs again, but its run applied nothing; a run whose server died before its
  *   response was stored is the documented window, and a retry runs again);
  * - (I5) every 2xx answer, replayed or not, is a response the handler gave for that key;
- * - (I3) every request ends with a definite answer once faults stop.
+ * - (I3) every request ends with a definite answer once faults stop;
+ * - (I7) a chunked body over the limit (no Content-Length) is answered 413 after the server pulled
+ *   at most the limit and one chunk of it: the rest is never read nor buffered (issue 12 defect 8);
+ * - (I5) a key reused for another body (a long account number that differs only past a double's
+ *   precision) is never answered with the first body's stored response (issue 12 defect 7).
  *
  * Loaded only when a schedule asks for the "middleware" entry: it imports `hono`.
  */
@@ -42,6 +46,10 @@ import { World, type Process } from "../world.js";
 import type { WorldEntry } from "./load.js";
 import { dedupe } from "./support.js";
 
+/** The servers' body limit, and the chunk a client streams an over-long body in. */
+const MAX_BODY_BYTES = 256 * 1024;
+const CHUNK_BYTES = 16 * 1024;
+
 /** Far longer than a handler runs here (its interval, a third of it, is real time: it never fires within a schedule). */
 const LEASE_MS = 120_000;
 
@@ -52,6 +60,10 @@ interface ClientRequest {
   readonly amount: number;
   /** Sent again once its key expired, to two servers at once (the expiry race). */
   readonly afterExpiry: boolean;
+  /** An account number sent as a JSON integer longer than a double keeps (its digits, verbatim in the body). */
+  readonly account?: string;
+  /** A client bug: the key of an earlier request reused for another body (an account that differs past a double's precision); must get a 422. */
+  readonly misuse?: boolean;
 }
 
 /** One run of the handler: the claim it ran under, and whether its effect was applied. */
@@ -72,6 +84,8 @@ interface Answer {
   readonly body: string;
   readonly replayed: boolean;
   readonly phase: "run" | "final";
+  /** An answer to the reused key's other body. */
+  readonly misuse: boolean;
 }
 
 const PROFILES: readonly FaultRates[] = [
@@ -106,6 +120,18 @@ export async function runMiddlewareSchedule(seed: number, options: ScheduleOptio
   const requests: ClientRequest[] = Array.from({ length: drawRng.between(1, 4) }, (_, i) => ({
     key: `${opened.prefix}key_${i}`, ref: `${opened.prefix}charge_${i}`, amount: drawRng.between(1, 500), afterExpiry: drawRng.chance(0.6),
   }));
+  // Sometimes, from a stream of its own (so other seeds draw as before): one request carries a long
+  // integer account, and its key is then reused for the same body with that account one digit off.
+  const misuseRng = seededRng((seed ^ 0x5bd1e995) >>> 0);
+  if (misuseRng.chance(0.3)) {
+    const at = misuseRng.int(requests.length);
+    const digits = `1${Array.from({ length: 19 }, () => misuseRng.int(10)).join("")}`;
+    const other = `${digits.slice(0, -1)}${(Number(digits.at(-1)) + 1 + misuseRng.int(8)) % 10}`;
+    const first = { ...requests[at]!, account: digits, afterExpiry: false };
+    requests.splice(at, 1, first, { ...first, account: other, misuse: true });
+  }
+  // Sometimes (a stream of its own) a client streams a body far over the servers' limit, chunked, under a key of its own.
+  const oversized = seededRng((seed ^ 0x6c8e9cf5) >>> 0).chance(0.3) ? { key: `${opened.prefix}key_big`, chunks: 64 } : undefined;
   const serverCount = drawRng.between(2, 3);
   const clientTimeoutMs = drawRng.pick([300, 2_000, 10_000]);
   const rates = drawRng.pick(PROFILES);
@@ -129,7 +155,7 @@ export async function runMiddlewareSchedule(seed: number, options: ScheduleOptio
     const process = world.process(`worker-srv${slot}-${++started}`);
     const [effect] = downstream.toolsFor(process) as [AnyTool];
     const app = new Hono();
-    app.use("/charges", honoIdempotency({ ledger: serverLedger(world, base, process, faults, whole), ttlMs, leaseMs: LEASE_MS, clientId: () => opened.tenant }));
+    app.use("/charges", honoIdempotency({ ledger: serverLedger(world, base, process, faults, whole), ttlMs, leaseMs: LEASE_MS, maxBodyBytes: MAX_BODY_BYTES, clientId: () => opened.tenant }));
     app.post("/charges", async (c) => {
       const key = c.req.header("idempotency-key") ?? "";
       const body = await c.req.json<{ ref: string; amount: number }>();
@@ -172,7 +198,9 @@ export async function runMiddlewareSchedule(seed: number, options: ScheduleOptio
     world.log(`client → ${server.process.name} ${request.key}`);
     const sent = Promise.resolve(server.app.request("/charges", {
       method: "POST", headers: { "content-type": "application/json", "idempotency-key": request.key },
-      body: JSON.stringify({ ref: request.ref, amount: request.amount }),
+      body: request.account === undefined
+        ? JSON.stringify({ ref: request.ref, amount: request.amount })
+        : `{"ref":${JSON.stringify(request.ref)},"amount":${request.amount},"account":${request.account}}`,
     })).then(async (res) => ({ status: res.status, body: await res.text(), replayed: res.headers.get("idempotent-replayed") === "true" }));
     let timer: { cancel(): void } | undefined;
     // Once faults stopped the client waits as long as a handler can take (a short timeout with a short TTL would make every retry a new request).
@@ -184,7 +212,7 @@ export async function runMiddlewareSchedule(seed: number, options: ScheduleOptio
       world.log(`client: ${request.key} timed out on ${server.process.name}`);
       return out;
     }
-    const answer: Answer = { key: request.key, server: server.process.name, phase, ...out };
+    const answer: Answer = { key: request.key, server: server.process.name, phase, misuse: request.misuse === true, ...out };
     answers.push(answer);
     world.log(`client ← ${server.process.name} ${request.key}: ${out.status}${out.replayed ? " (replayed)" : ""} ${out.body.slice(0, 120)}`);
     return answer;
@@ -206,15 +234,49 @@ export async function runMiddlewareSchedule(seed: number, options: ScheduleOptio
   let unsettled: string | undefined;
   const main = (async () => {
     for (let slot = 0; slot < serverCount; slot++) startServer(slot);
-    await Promise.all(requests.map(async (request) => {
+    // The misused key is sent again right after its first body got its answer, well within its TTL.
+    let firstAnswered!: () => void;
+    const answeredFirst = new Promise<void>((resolve) => (firstAnswered = resolve));
+    const misused = requests.filter((r) => r.misuse).map(async (request) => {
+      await answeredFirst;
+      await send(request, "run", false);
+    });
+    const streamed = oversized ? [(async () => {
+      await world.until(world.now + clientRng.between(0, 500));
+      const server = await someServer();
+      let pulled = 0;
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent === oversized.chunks) return controller.close();
+          sent++;
+          pulled += CHUNK_BYTES;
+          controller.enqueue(new Uint8Array(CHUNK_BYTES).fill(0x20));
+        },
+      }, { highWaterMark: 0 });
+      world.log(`client → ${server.process.name} ${oversized.key}: a chunked body of ${oversized.chunks * CHUNK_BYTES} bytes`);
+      const answered = world.answerOf(server.process, Promise.resolve(server.app.request("/charges", {
+        method: "POST", headers: { "content-type": "application/json", "idempotency-key": oversized.key }, body, duplex: "half",
+      })));
+      let timer: { cancel(): void } | undefined;
+      const res = await Promise.race([answered, new Promise<"timeout">((resolve) => (timer = world.addTimer(30_000, () => resolve("timeout"))))]);
+      timer?.cancel();
+      if (res === "timeout") return world.log(`client: ${oversized.key} timed out on ${server.process.name}`);
+      world.log(`client ← ${server.process.name} ${oversized.key}: ${res.status} after the server pulled ${pulled} bytes`);
+      if (res.status !== 413 || pulled > MAX_BODY_BYTES + CHUNK_BYTES) {
+        violations.push({ seed, invariant: "I7", message: `[middleware: a body over the limit is refused unread] ${server.process.name} answered a chunked body of ${oversized.chunks * CHUNK_BYTES} bytes (limit ${MAX_BODY_BYTES}) ${res.status} after pulling ${pulled} bytes of it` });
+      }
+    })()] : [];
+    await Promise.all([...streamed, ...misused, ...requests.filter((r) => !r.misuse).map(async (request) => {
       await world.until(world.now + clientRng.between(0, 500));
       await send(request, "run", clientRng.chance(0.3));
+      if (request.account !== undefined) firstAnswered();
       if (request.afterExpiry) {
         // Its key has expired: the same request again, to two servers at once.
         await world.until(world.now + ttlMs + clientRng.pick([0, 1, 50, 500]));
         await send(request, "run", true);
       }
-    }));
+    })]);
     // Settle: no more faults; past every lease, each request once more until its answer is definite.
     faults.stop();
     for (let round = 0; ; round++) {
@@ -246,7 +308,13 @@ function middlewareInvariants(
   downstream: { effects(ref: string): number },
 ): Violation[] {
   const out: Violation[] = [];
-  for (const request of requests) {
+  for (const request of requests.filter((r) => r.misuse)) {
+    const wrong = answers.find((a) => a.misuse && a.key === request.key && a.status >= 200 && a.status < 300 && a.replayed && a.phase === "run");
+    if (wrong) {
+      out.push({ seed, invariant: "I5", message: `[middleware: a reused key with another body is a 422] ${wrong.server} answered ${request.key}, sent again with account ${request.account ?? ""} (another body), ${wrong.status} (replayed) with the first body's response ${wrong.body.slice(0, 120)}` });
+    }
+  }
+  for (const request of requests.filter((r) => !r.misuse)) {
     const applied = runs.filter((r) => r.key === request.key && r.applied).sort((a, b) => a.claimCreatedAt - b.claimCreatedAt);
     // A response some client got was stored first (store, then send): a run whose response nobody ever got died
     // before its response was stored, the window the middleware documents it cannot close; a retry runs again.
