@@ -35,6 +35,10 @@ for (const s of chosen) {
   }
 }
 
+// Stopped from outside: end through process.exit, so the surfaces' children are killed with it (surfaces.ts).
+process.once("SIGTERM", () => process.exit(143));
+process.once("SIGINT", () => process.exit(130));
+
 const progress = (line: string) => process.stderr.write(`[fuzz-http] ${line}\n`);
 
 const { default: Database } = await import("better-sqlite3");

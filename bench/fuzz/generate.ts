@@ -359,8 +359,8 @@ export function serialize(d: Draft, rng: Rng): { bytes: Buffer; complete: boolea
       headers.push(["Content-Length", String(body.length)]);
       break;
     case "none":
-      // The body follows a head that declares none: the server reads it as the next request.
-      complete = body.length === 0;
+      // The body follows a head that declares no framing (or what a mutation declared, which may lie): the server may wait for more.
+      complete = body.length === 0 && !d.headers.some(([n]) => /^(content-length|transfer-encoding)$/i.test(n));
       break;
     case "length-short":
       headers.push(["Content-Length", String(Math.max(0, body.length - rng.int(1, 10)))]);
@@ -384,10 +384,20 @@ export function serialize(d: Draft, rng: Rng): { bytes: Buffer; complete: boolea
       break;
     case "chunked-bad":
       headers.push(["Transfer-Encoding", "chunked"]);
-      body = Buffer.concat([Buffer.from(rng.pick(["zz\r\n", "-1\r\n", "ffffffffffffffffff\r\n", "5\r\nab\r\n0\r\n\r\n", "1;\u0000\r\nx\r\n0\r\n\r\n", "0\r\n"]), "latin1"), body]);
+    {
+      // The first three are refused by any parser at once; after the others, whether the request has ended depends on what follows.
+      const bad = rng.pick(["zz\r\n", "-1\r\n", "1;\u0000\r\nx\r\n0\r\n\r\n", "ffffffffffffffffff\r\n", "5\r\nab\r\n0\r\n\r\n", "0\r\n"]);
+      complete = ["zz\r\n", "-1\r\n", "1;\u0000\r\nx\r\n0\r\n\r\n"].includes(bad);
+      body = Buffer.concat([Buffer.from(bad, "latin1"), body]);
       break;
+    }
   }
   headers.push(...extraFraming);
+  // An upgrade request: Node's parser hands the bytes after the head to an 'upgrade' listener, and
+  // with none it may wait for a body that never ends (a malformed chunked one): not the surface's to answer.
+  if (headers.some(([n, v]) => n.toLowerCase() === "upgrade" || (n.toLowerCase() === "connection" && /upgrade/i.test(v)))) complete = false;
+  // A second, contradicting Content-Length or Transfer-Encoding: whether the server waits for more is its parser's call.
+  if (extraFraming.length > 0) complete = false;
   // A raw head is complete when its header section ends; random bytes usually never do (the server may refuse them at once, or wait).
   if (d.rawHead) return { bytes: Buffer.concat([d.rawHead, body]), complete: d.rawHead.includes("\r\n\r\n"), wellFramed: false };
   lines.push(`${d.method} ${d.target}${d.version === "" ? "" : ` ${d.version}`}`);

@@ -128,7 +128,7 @@ class Findings {
   readonly list: Finding[] = [];
   private readonly byKey = new Map<string, Finding>();
 
-  constructor(private readonly surface: string) {}
+  constructor(private readonly surface: string, private readonly onNew?: (f: Finding) => void) {}
 
   add(kind: FindingKind, signature: string, detail: string, request?: Buffer): void {
     const key = `${kind}|${signature}`;
@@ -143,6 +143,7 @@ class Findings {
     };
     this.byKey.set(key, finding);
     this.list.push(finding);
+    this.onNew?.(finding);
   }
 }
 
@@ -196,7 +197,7 @@ export async function fuzzHttpSurface(name: HttpSurfaceName, options: FuzzOption
   const growth = options.rssGrowthMiB ?? 96;
   const progress = options.progress ?? (() => undefined);
   const rng = new Rng(options.seed);
-  const findings = new Findings(name);
+  const findings = new Findings(name, (f) => progress(`${name}: new finding ${f.kind}: ${f.detail.slice(0, 200)}${f.request === undefined ? "" : ` — ${JSON.stringify(f.request.slice(0, 300))}`}`));
   const statuses: Record<string, number> = {};
   const families: Record<string, number> = {};
   const started = Date.now();

@@ -14,7 +14,7 @@ import os from "node:os";
 import { join } from "node:path";
 import { Rng } from "./rng.js";
 import { quickCheck, RSS_CAP_MIB, rssMiB, type Finding, type FindingKind, type SurfaceReport } from "./run-http.js";
-import { CLI, ROOT } from "./surfaces.js";
+import { CLI, ROOT, watchChild } from "./surfaces.js";
 
 const UPSTREAM = join(ROOT, "test", "mcp", "fixtures", "upstream.mjs");
 const ANSWER_MS = 20_000;
@@ -27,7 +27,8 @@ interface Gateway {
   stderr(): string;
   /** Resolves with the response to `id`, or undefined when none came within `ms`. */
   answer(id: string, ms: number): Promise<Record<string, unknown> | undefined>;
-  write(line: string | Buffer): Promise<void>;
+  /** Resolves true once the pipe took the line, false when the gateway stopped reading (or exited). */
+  write(line: string | Buffer): Promise<boolean>;
   exited(): boolean;
   stop(): Promise<number | null>;
   /** stdout lines that were not JSON. */
@@ -43,6 +44,7 @@ async function startGateway(): Promise<Gateway> {
   const child = spawn(process.execPath, [CLI, "mcp", "--db", db, "--", process.execPath, UPSTREAM], {
     cwd: dir, env: { ...process.env, UPSTREAM_EFFECTS: effectsFile }, stdio: ["pipe", "pipe", "pipe"],
   });
+  watchChild(child);
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (c: string) => {
     if (stderr.length < 4 * 1024 * 1024) stderr += c;
@@ -107,13 +109,16 @@ async function startGateway(): Promise<Gateway> {
       });
     },
     write: (line) => new Promise((resolve) => {
-      if (exitCode !== undefined || child.stdin.destroyed) return resolve();
-      if (child.stdin.write(line)) resolve();
-      else {
-        const done = () => resolve();
-        child.stdin.once("drain", done);
-        void exit.then(done);
-      }
+      if (exitCode !== undefined || child.stdin.destroyed) return resolve(false);
+      if (child.stdin.write(line)) return resolve(true);
+      // A gateway that stopped reading its stdin never drains the pipe: give up after ANSWER_MS.
+      const timer = setTimeout(() => resolve(false), ANSWER_MS);
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        resolve(ok);
+      };
+      child.stdin.once("drain", () => done(true));
+      void exit.then(() => done(false));
     }),
     exited: () => exitCode !== undefined,
     async stop() {
@@ -180,6 +185,7 @@ export async function fuzzStdio(options: StdioOptions): Promise<SurfaceReport> {
     const f: Finding = { surface: "mcp-stdio", kind, detail, count: 1, ...(request ? { request: request.subarray(0, 400).toString("latin1"), requestBytes: request.length } : {}) };
     seen.set(`${kind}|${signature}`, f);
     list.push(f);
+    progress(`mcp-stdio: new finding ${kind}: ${detail.slice(0, 300)}`);
   };
   const statuses: Record<string, number> = {};
   const families: Record<string, number> = {};
@@ -210,9 +216,13 @@ export async function fuzzStdio(options: StdioOptions): Promise<SurfaceReport> {
       }
       batch.push(hostileLine(rng, n++));
     }
+    let stalled: (typeof batch)[number] | undefined;
     for (const item of batch) {
       families[item.family] = (families[item.family] ?? 0) + 1;
-      await gateway.write(Buffer.concat([item.line, Buffer.from("\n")]));
+      if (!(await gateway.write(Buffer.concat([item.line, Buffer.from("\n")])))) {
+        stalled = item;
+        break;
+      }
     }
     const probe = `probe-${++probeN}`;
     await gateway.write(`${JSON.stringify({ jsonrpc: "2.0", id: probe, method: "tools/list" })}\n`);
@@ -221,9 +231,9 @@ export async function fuzzStdio(options: StdioOptions): Promise<SurfaceReport> {
     statuses[ok ? "probe answered" : "probe unanswered"] = (statuses[ok ? "probe answered" : "probe unanswered"] ?? 0) + 1;
     if (!ok) {
       const died = gateway.exited();
-      const suspect = batch.find((b) => b.family === "over-10MiB") ?? batch.find((b) => b.family === "long-line");
+      const suspect = batch.find((b) => b.family === "over-10MiB") ?? batch.find((b) => b.family === "long-line") ?? stalled;
       add(died ? "crash" : "not-answering", suspect?.family ?? "batch",
-        `${died ? "the gateway exited" : `tools/list got no answer within ${ANSWER_MS} ms (the process is still running)`} after a batch of ${batch.length} lines${suspect ? ` holding a ${suspect.family} line (${suspect.line.length} bytes)` : ""}; stderr: ${JSON.stringify(gateway.stderr().slice(-300))}`,
+        `${died ? "the gateway exited" : stalled ? "the gateway stopped reading its stdin (the pipe stayed full)" : `tools/list got no answer within ${ANSWER_MS} ms (the process is still running)`} after a batch of ${batch.length} lines${suspect ? ` holding a ${suspect.family} line (${suspect.line.length} bytes)` : ""}; stderr: ${JSON.stringify(gateway.stderr().slice(-300))}`,
         suspect?.line);
       await gateway.stop();
       gateway = await startGateway();

@@ -89,7 +89,15 @@ interface Child {
   exitState: { code: number | null; signal: NodeJS.Signals | null } | undefined;
 }
 
+/** Children still running: killed if the fuzzer itself ends first (a surface must not outlive its run). */
+const live = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of live) child.kill("SIGKILL");
+});
+
 function watch(child: ChildProcess): Child {
+  live.add(child);
+  child.once("exit", () => live.delete(child));
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
     // Bounded: the fuzzer looks at error lines, not at megabytes of them.
@@ -218,7 +226,8 @@ function consoleSurface(watched: Child, port: number, dir: string, db: string): 
     name: "console", port, pid: watched.child.pid!, db, shape, good,
     mayPass: (d) => {
       if (hasToken(d)) return true;
-      const url = requestTargetUrl(d.target);
+      // Node's parser skips extra spaces around the request-target (`GET  / HTTP/1.1` asks for /).
+      const url = requestTargetUrl(d.target.trim());
       if (url === undefined) return false;
       if (url.pathname === "/favicon.ico") return true;
       return CONSOLE_PUBLIC.has(url.pathname) && (d.method === "GET" || d.method === "HEAD");
@@ -366,3 +375,9 @@ export async function startSurface(name: HttpSurfaceName): Promise<RunningSurfac
 
 export const FUZZ_TOKEN = TOKEN;
 export { is2xx };
+
+/** Registers a child the fuzzer started itself, so it is killed if the fuzzer ends first. */
+export function watchChild(child: ChildProcess): void {
+  live.add(child);
+  child.once("exit", () => live.delete(child));
+}

@@ -17,3 +17,5 @@ process.on("message", (m) => {
   if (m?.op === "effects") process.send({ op: "effects", handled: 0, keys: 0, max: 0, repeated: [] });
 });
 process.once("SIGTERM", () => void server.close().then(() => ledger.close()).then(() => process.exit(0)));
+// The fuzzer went away: so does the surface.
+process.once("disconnect", () => process.exit(0));

@@ -16,3 +16,5 @@ process.once("SIGTERM", () => {
   server.closeAllConnections();
   server.close(() => void ledger.close().then(() => process.exit(0)));
 });
+// The fuzzer went away: so does the surface.
+process.once("disconnect", () => process.exit(0));
