@@ -160,6 +160,8 @@ export function exchange(port: number, options: ExchangeOptions): Promise<Exchan
           // The server said it closes this connection: the next request would not be read.
           const last = responses[responses.length - 1];
           if ((last?.headers.connection ?? "").toLowerCase().includes("close")) return finish({ closed, hung: false, refused: false });
+          // An event stream holds the connection for as long as it runs: nothing else can be asked on it.
+          if ((last?.headers["content-type"] ?? "").startsWith("text/event-stream")) return finish({ closed, hung: false, refused: false });
           writeNext();
         } else {
           finish({ closed, hung: false, refused: false });
