@@ -63,7 +63,13 @@ export interface McpGateway {
   /** Lists the upstream's tools and settles calls a previous gateway left unfinished (gate.recover). */
   start(): Promise<void>;
   /** Serves one host connection on `transport` (stdio, or one Streamable HTTP session). */
-  connectHost(transport: Transport): Promise<Server>;
+  /**
+   * Serves one host over `transport`. `transportErrors: "quiet"` for an HTTP session: what its
+   * transport reports there is a client's mistake (not JSON-RPC, a wrong Accept or Content-Type, a
+   * client gone before its answer) that the transport already answered with a 4xx, so it is not
+   * logged (any local process could flood the log with it).
+   */
+  connectHost(transport: Transport, options?: { readonly transportErrors?: "log" | "quiet" }): Promise<Server>;
   /** The scope every call is recorded under. */
   readonly scope: Scope;
   close(): Promise<void>;
@@ -192,7 +198,7 @@ export function createMcpGateway(options: McpGatewayOptions): McpGateway {
       const summary = await current.gate.runner.recover();
       log(`effectgate mcp: ${current.byName.size} upstream tools from ${upstream.describe}; recovery: ${JSON.stringify(summary)}`);
     },
-    async connectHost(transport) {
+    async connectHost(transport, hostOptions = {}) {
       const server = new Server({ name: "effectgate", version: options.version }, {
         capabilities: { tools: { listChanged: true } },
         instructions: `Tools of ${upstream.describe}, through effectgate: a repeated call is answered from a ledger, never run twice; ` +
@@ -203,8 +209,9 @@ export function createMcpGateway(options: McpGatewayOptions): McpGateway {
         callTool(server, request.params.name, request.params.arguments ?? {}, request.params._meta as Record<string, unknown> | undefined));
       hosts.add(server);
       server.onclose = () => hosts.delete(server);
-      // What the host's transport reports (a message that is not JSON-RPC, a broken pipe): said on stderr, never swallowed.
-      server.onerror = (err) => log(`effectgate mcp: the host connection: ${messageOf(err)}`);
+      // What a stdio host's transport reports (a message that is not JSON-RPC, a broken pipe) is said on stderr; an HTTP
+      // session's are the client's own mistakes, already answered with a 4xx (connectHost's transportErrors).
+      server.onerror = hostOptions.transportErrors === "quiet" ? () => undefined : (err) => log(`effectgate mcp: the host connection: ${messageOf(err)}`);
       await server.connect(transport);
       return server;
     },

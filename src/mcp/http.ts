@@ -94,7 +94,7 @@ export async function listenHttp(gateway: McpGateway, options: ListenOptions, lo
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
-    await gateway.connectHost(transport);
+    await gateway.connectHost(transport, { transportErrors: "quiet" });
     await transport.handleRequest(req, res, body);
   }
 

@@ -34,20 +34,8 @@ interface Known {
 
 const KNOWN: readonly Known[] = [
   {
-    surface: "mcp-http", kind: "5xx", detail: /^500 .*the gateway could not handle this request/,
-    why: "F1 (issue 24 item 4): a request-target such as //[ or http://[ is a 500: printf 'POST //[ HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nContent-Length: 0\\r\\n\\r\\n' | nc 127.0.0.1 $PORT",
-  },
-  {
-    surface: "mcp-http", kind: "error-log", detail: /^logged: effectgate mcp http: (Invalid URL|aborted|request body over 4 MiB)/,
-    why: "F2 (issue 24 item 4): the same requests, and a client that leaves mid-body, write a log line each: any local process can flood the log",
-  },
-  {
     surface: "mcp-stdio", kind: "5xx", detail: /^internal error \(-32603\)/,
     why: "F3: a tools/call (or initialize) whose params are the wrong shape is answered -32603 Internal error with zod's issue list, not -32602 Invalid params: echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}' after initialize",
-  },
-  {
-    surface: "mcp-stdio", kind: "not-answering", detail: /over-10MiB line/,
-    why: "F4 (issue 24 item 6): one stdin message over the SDK's 10 MiB cap closes the transport; the gateway logs nothing, stops reading stdin and answers nothing more, and does not exit even when stdin closes: node -e 'process.stdout.write(JSON.stringify({jsonrpc:\"2.0\",id:1,method:\"ping\",params:{p:\"x\".repeat(11e6)}})+\"\\n\")' | effectgate mcp -- <upstream>",
   },
 ];
 
