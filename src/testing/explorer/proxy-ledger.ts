@@ -21,6 +21,7 @@ import { postgresLedger } from "../../stores/postgres/index.js";
 import { dropSchema } from "./pg-schema.js";
 import { DEFAULT_PROXY_RATES, seededProxyPlan, startPgProxy, type ProxyCounts, type ProxyFaultRates } from "./pg-proxy.js";
 import { seededRng } from "./rng.js";
+import { isReadMethod, withMethods, type StoreMethod } from "./store-methods.js";
 import type { ScheduleLedger } from "./schedule.js";
 
 export interface ProxiedOpener {
@@ -37,38 +38,22 @@ const PROXY_STREAM = 0x9e3779b1;
 /** What the schedule itself calls on its ledger, sent without the proxy. */
 const BOOKKEEPING = { calls: ["list"], governance: ["listApprovals", "getApproval", "moveApproval"] } as const;
 
-/** Operations that change nothing (as ledger.ts tells them apart). */
-const READS = /^(get|list|count|now|load|active|quotaUsage|steps|history|find|has)/;
 const READ_TRIES = 3;
-
-type Method = (...args: unknown[]) => Promise<unknown>;
 
 /** `store` with the `names` methods taken from `clean`, and its reads sent again after a failure to reach the database. */
 function routed<T extends object>(store: T, clean: T, names: readonly string[] = []): T {
-  const methods = new Map<string, Method>();
-  return new Proxy(store, {
-    get(target, name, receiver) {
-      const member: unknown = Reflect.get(target, name, receiver);
-      if (typeof name !== "string" || typeof member !== "function") return member;
-      let method = methods.get(name);
-      if (!method) {
-        if (names.includes(name)) method = (Reflect.get(clean, name) as Method).bind(clean);
-        else if (READS.test(name)) {
-          const read = (member as Method).bind(target);
-          method = async (...args) => {
-            for (let tries = 1; ; tries++) {
-              try {
-                return await read(...args);
-              } catch (err) {
-                if (tries >= READ_TRIES || !isEffectgateError(err, "EG_LEDGER_UNAVAILABLE")) throw err;
-              }
-            }
-          };
-        } else method = (member as Method).bind(target);
-        methods.set(name, method);
+  return withMethods(store, (name, method) => {
+    if (names.includes(name)) return (Reflect.get(clean, name) as StoreMethod).bind(clean);
+    if (!isReadMethod(name)) return method;
+    return async (...args) => {
+      for (let tries = 1; ; tries++) {
+        try {
+          return await method(...args);
+        } catch (err) {
+          if (tries >= READ_TRIES || !isEffectgateError(err, "EG_LEDGER_UNAVAILABLE")) throw err;
+        }
       }
-      return method;
-    },
+    };
   });
 }
 

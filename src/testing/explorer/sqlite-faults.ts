@@ -19,6 +19,7 @@ import Database from "better-sqlite3";
 import type { Stores } from "../../contracts/stores.js";
 import { sqliteLedger } from "../../stores/sqlite/index.js";
 import { seededRng, type Rng } from "./rng.js";
+import { isReadMethod, withMethods } from "./store-methods.js";
 import type { ScheduleLedger } from "./schedule.js";
 
 export interface DriverFaultRates {
@@ -52,13 +53,10 @@ const DRIVER_STREAM = 0x5bd1e995;
 const BUSY_TIMEOUT_MS = 5;
 /** What the schedule itself calls on its ledger, without faults. */
 const BOOKKEEPING = new Set(["list", "listApprovals", "getApproval", "moveApproval"]);
-/** Operations that change nothing (as ledger.ts tells them apart). */
-const READS = /^(get|list|count|now|load|active|quotaUsage|steps|history|find|has)/;
-
-type Method = (...args: unknown[]) => Promise<unknown>;
 type Fault = "busy" | "ioError";
 
-function prlimitMissing(): string | undefined {
+/** Why RLIMIT_FSIZE cannot be lowered here with util-linux prlimit, or undefined when it can. */
+export function prlimitMissing(): string | undefined {
   if (process.platform !== "linux") return "RLIMIT_FSIZE through prlimit is Linux-only";
   try {
     execFileSync("prlimit", ["--version"], { stdio: "ignore" });
@@ -100,35 +98,20 @@ export function faultySqlite(rates: DriverFaultRates = DEFAULT_DRIVER_RATES): Dr
     return undefined;
   };
 
-  function faulted<T extends object>(store: T): T {
-    const methods = new Map<string, Method>();
-    return new Proxy(store, {
-      get(target, name, receiver) {
-        const member: unknown = Reflect.get(target, name, receiver);
-        if (typeof name !== "string" || typeof member !== "function") return member;
-        let method = methods.get(name);
-        if (!method) {
-          const plain = (member as Method).bind(target);
-          method = BOOKKEEPING.has(name) || READS.test(name) ? plain : async (...args) => {
-            const fault = draw();
-            if (!fault) return plain(...args);
-            injected[fault]++;
-            on(fault);
-            try {
-              return await plain(...args);
-            } catch (err) {
-              failed++;
-              throw err;
-            } finally {
-              off(fault);
-            }
-          };
-          methods.set(name, method);
-        }
-        return method;
-      },
-    });
-  }
+  const faulted = <T extends object>(store: T): T => withMethods(store, (name, plain) => (BOOKKEEPING.has(name) || isReadMethod(name) ? plain : async (...args) => {
+    const fault = draw();
+    if (!fault) return plain(...args);
+    injected[fault]++;
+    on(fault);
+    try {
+      return await plain(...args);
+    } catch (err) {
+      failed++;
+      throw err;
+    } finally {
+      off(fault);
+    }
+  }));
 
   const faulty: Stores = {
     location: stores.location,
