@@ -118,7 +118,11 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
     const unknownSince = rt.time.monotonic();
     const uncertainSentAt = rt.time.monotonic();
     const uncertain = await write(rt, run.record, { state: "uncertain", error: `outcome unknown: ${why}`, leaseMs: rt.leaseMs, sendEnded: true });
-    if (uncertain.kind === "lost") return lostRace(rt, call, run.record);
+    if (uncertain.kind === "lost") {
+      // Another worker or a person has the call now; a reply this run still gets is judged against their record.
+      if (late) judgeLateReply(rt, run.record, late);
+      return lostRace(rt, call, run.record);
+    }
     // A failed write leaves the record in_progress under this gate's lease: it stays ours either way.
     if (uncertain.kind === "written") {
       run.record = uncertain.record;
@@ -153,13 +157,16 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
       ? reranAfterProbe ? "the probe said absent again after a re-run" : `the probe says absent, but the first run of the tool is still going here (it ignored the abort), so its request may still land`
       : verdict.reason;
     const parked = await sendToHuman(rt, run.record, `${why}; ${reason}`);
-    if (late) {
-      const recording = late.settled.then(() => recordLateReply(rt, parked.record, late));
-      rt.background.add(recording);
-      void recording.finally(() => rt.background.delete(recording));
-    }
+    if (late) judgeLateReply(rt, parked.record, late);
     return needsHumanResult(call.toolUseId, parked.record);
   }
+}
+
+/** Once the abandoned run settles, its reply settles the call or, when someone settled it otherwise, is reported (recordLateReply). */
+function judgeLateReply(rt: Runtime, record: CallRecord, late: LateRun): void {
+  const recording = late.settled.then(() => recordLateReply(rt, record, late));
+  rt.background.add(recording);
+  void recording.finally(() => rt.background.delete(recording));
 }
 
 /** Whether the run settled without a value (read after a wait: it settles meanwhile). */

@@ -12,6 +12,7 @@ import { memoryLedger } from "../../src/stores/memory/index.js";
 import { simulatedDownstream, type DownstreamConfig } from "../../src/testing/explorer/downstream.js";
 import { seededRng } from "../../src/testing/explorer/rng.js";
 import { World } from "../../src/testing/explorer/world.js";
+import { explore } from "../../src/testing/explorer/explore.js";
 
 const scope = { tenant: "acme", task: "t-1" };
 
@@ -175,6 +176,18 @@ describe("found by the fault explorer", () => {
       expect((await sim.stores.calls.get("acme", "toolu_1"))?.state).not.toBe("failed");
       const [replayed] = await sim.run(other.gate.runToolUses([sim.call], scope));
       expect(replayed!.content).not.toMatch(/EG_TOOL_FAILED|nothing happened/);
+    });
+  }
+});
+
+describe("found by the full count (120,000 memory schedules, 2026-12-02)", () => {
+  // A holder frozen past its lease sends when it thaws; its call was taken over and a person settled it.
+  // Its write to "uncertain" loses the race, and the reply its abandoned run still got was dropped: no
+  // finding, no alert, while the record says "failed" (seed 14491) or a made-up result (seed 21676).
+  for (const seed of [14_491, 21_676]) {
+    it(`seed ${seed}: a reply an abandoned run gets after a person settled the call is judged against the settlement (I8)`, async () => {
+      const r = await explore({ ledger: "memory", seed, schedules: 1, trace: true });
+      expect(r.violations, r.traces.get(seed)?.join("\n")).toEqual([]);
     });
   }
 });
