@@ -18,6 +18,24 @@ const READS = /^(get|list|now|load|active|quotaUsage|steps|history)/;
 export interface LedgerObserver {
   /** A write by `process` (gate owner `owner`) succeeded on a record held by someone else. */
   overwrote(process: Process, owner: string, before: CallRecord, op: string): void;
+  /** A write by `process` on the call record `key` succeeded (whatever its reply said): I9. */
+  wrote?(process: Process, key: string): void;
+  /** A write by `process` on the call record `key` failed (injected; nothing written): I9. */
+  failedWrite?(process: Process, key: string): void;
+  /** `process` created the record `key` by a claim whose reply was then lost: its tool certainly never started (I9). */
+  claimReplyLost?(process: Process, key: string): void;
+}
+
+/** The call key a calls-store operation names: a request's `key`, or the (tenant, key) pair's second. */
+function keyOf(args: readonly unknown[]): string | undefined {
+  const first = args[0] as { key?: unknown } | null | undefined;
+  if (typeof first === "object" && first !== null && typeof first.key === "string") return first.key;
+  return typeof args[1] === "string" ? args[1] : undefined;
+}
+
+/** Whether a claim's result says it created the record (a claim that found one wrote nothing). */
+function created(result: unknown): boolean {
+  return typeof result === "object" && result !== null && (result as { claimed?: unknown }).claimed === true;
 }
 
 export function faultyLedger(world: World, base: Stores, process: Process, owner: () => string, faults: Faults, observer: LedgerObserver): Stores {
@@ -49,8 +67,10 @@ export function faultyLedger(world: World, base: Stores, process: Process, owner
         await world.running(process);
         if (process.state !== "running") return never();
       }
+      const key = storeName === "calls" && writes ? keyOf(args) : undefined;
       if (before === "fail") {
         world.log(`${process.name}: ${label} fails (injected; nothing written)`);
+        if (key !== undefined) observer.failedWrite?.(process, key);
         throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger is unavailable (could not ${label}: injected fault). The tool was not started by this request; replay this same call once the ledger is reachable to run it or get its outcome.`);
       }
       const held = watched ? await world.track(base.calls.get(args[0] as string, args[1] as string)) : undefined;
@@ -58,10 +78,12 @@ export function faultyLedger(world: World, base: Stores, process: Process, owner
       if (watched && held && result !== undefined && result !== false && held.owner !== null && held.owner !== owner()) {
         observer.overwrote(process, owner(), held, label);
       }
+      if (key !== undefined && result !== undefined && result !== false && result !== null) observer.wrote?.(process, key);
       const after = faults.afterLedgerOp(process, label, writes);
       if (after === "crash") return world.kill(process, `after ${label} committed`), never();
       if (after === "lost_reply") {
         world.log(`${process.name}: ${label} committed, its reply lost (injected)`);
+        if (key !== undefined && name.startsWith("claim") && created(result)) observer.claimReplyLost?.(process, key);
         throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the connection to the ledger was lost while waiting for ${label} (injected: it committed)`);
       }
       return result;
