@@ -38,7 +38,37 @@ function created(result: unknown): boolean {
   return typeof result === "object" && result !== null && (result as { claimed?: unknown }).claimed === true;
 }
 
+/**
+ * Each simulated worker in a PID namespace of its own (issue 12 #2: containers sharing a hostname):
+ * all of them are one real process, so the ledger sees each gate's owner id with a pid and a
+ * PID-namespace id of its own (a pid no process here has), and each gate sees its own id back.
+ * A holder judged by its lease is unaffected; one judged by "same host, pid not alive" is taken
+ * for dead while it runs, as a worker in another container would be.
+ */
+function ownIdentity(process: Process, owner: () => string): { toStore: (v: unknown) => unknown; fromStore: (v: unknown) => unknown; stored: () => string } {
+  let hash = 2166136261;
+  for (const c of process.name) hash = Math.imul(hash ^ c.charCodeAt(0), 16777619) >>> 0;
+  // Above Linux's largest pid (2^22), so no real process has it.
+  const pid = String(4_194_304 + 1 + (hash % 1_000_000));
+  const pidns = String(4_026_600_000 + (hash % 100_000));
+  const stored = (): string => owner().split("/").map((part, i) => (i === 1 ? pid : i === 4 ? pidns : part)).join("/");
+  const swap = (from: string, to: string) => function walk(v: unknown): unknown {
+    if (v === from) return to;
+    if (Array.isArray(v)) return v.map(walk);
+    if (typeof v === "object" && v !== null && (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null)) {
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    }
+    return v;
+  };
+  return {
+    stored,
+    toStore: (v) => (owner() === "" ? v : swap(owner(), stored())(v)),
+    fromStore: (v) => (owner() === "" ? v : swap(stored(), owner())(v)),
+  };
+}
+
 export function faultyLedger(world: World, base: Stores, process: Process, owner: () => string, faults: Faults, observer: LedgerObserver): Stores {
+  const identity = ownIdentity(process, owner);
   function wrap<T extends object>(store: T, storeName: string): T {
     const wrapped = new Map<string, unknown>();
     // A Proxy, so a store written as a class (methods on its prototype) is wrapped too.
@@ -74,8 +104,8 @@ export function faultyLedger(world: World, base: Stores, process: Process, owner
         throw new EffectgateError("EG_LEDGER_UNAVAILABLE", `the ledger is unavailable (could not ${label}: injected fault). The tool was not started by this request; replay this same call once the ledger is reachable to run it or get its outcome.`);
       }
       const held = watched ? await world.track(base.calls.get(args[0] as string, args[1] as string)) : undefined;
-      const result = await world.track(real(...args));
-      if (watched && held && result !== undefined && result !== false && held.owner !== null && held.owner !== owner()) {
+      const result = identity.fromStore(await world.track(real(...(identity.toStore(args) as unknown[]))));
+      if (watched && held && result !== undefined && result !== false && held.owner !== null && held.owner !== identity.stored()) {
         observer.overwrote(process, owner(), held, label);
       }
       if (key !== undefined && result !== undefined && result !== false && result !== null) observer.wrote?.(process, key);
