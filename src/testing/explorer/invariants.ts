@@ -21,6 +21,10 @@
  *   with another result, whose real reply then reached a live gate, carries a late_reply finding
  *   (or, when the ledger could not take one, an alert). A person's verdict itself is theirs: I3,
  *   I4 and I5 do not judge it against the downstream, I8 does once the gate hears otherwise.
+ * - I9: a claim whose reply was lost (it committed; the gate was told it failed) is the gate's own
+ *   call that never started: asked again while its record is still just that claim, the live gate
+ *   that made it runs it (once), never gives it to a person (needs_human) as if its tool might have
+ *   run. Judged from the faults the world injected (ledger.ts) and the runs it counted.
  */
 import { renderResult } from "../../core/blocks.js";
 import type { Json } from "../../core/json.js";
@@ -28,9 +32,9 @@ import type { AnyTool } from "../../core/tool.js";
 import type { CallRecord } from "../../contracts/calls.js";
 import type { SimulatedSystem } from "./downstream.js";
 
-export type Invariant = "I1" | "I2" | "I3" | "I4" | "I5" | "I6" | "I7" | "I8";
+export type Invariant = "I1" | "I2" | "I3" | "I4" | "I5" | "I6" | "I7" | "I8" | "I9";
 
-export const INVARIANTS: readonly Invariant[] = ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8"];
+export const INVARIANTS: readonly Invariant[] = ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "I9"];
 
 export interface Violation {
   readonly seed: number;
@@ -50,6 +54,13 @@ export interface Answer {
   readonly effectsBefore?: number;
   /** Whether the answering worker had started the tool for this call before answering. */
   readonly ranHere: boolean;
+  /**
+   * Whether, when this request reached the worker, its own claim had made the call's record, the
+   * claim's reply had been lost (injected, so the world knows it committed and that no tool started
+   * from it), and nobody had written the record since: the record was exactly the unanswered claim,
+   * which only this gate can know, and no other process wrote it before the answer (I9).
+   */
+  readonly ownUnansweredClaim?: boolean;
 }
 
 /** How and when a person settled a call given to a human. */
@@ -84,6 +95,7 @@ export interface Evidence {
 }
 
 const NOTHING_RAN = /nothing was executed/i;
+const NEEDS_HUMAN = /^EG_NEEDS_HUMAN\b/;
 /** Answers that end a call before it was ever claimed: a person (or the policy) refused it. */
 const REPEATED = /^EG_REPEATED_CALL\b/;
 const REFUSED = /^EG_(KEY_TOO_LONG|INVALID_INPUT|APPROVAL_DENIED|APPROVAL_EXPIRED|AWAITING_APPROVAL|NOT_GRANTED|KILL_SWITCH|QUOTA_EXCEEDED|BREAKER_OPEN)\b/;
@@ -97,6 +109,11 @@ function refOf(record: CallRecord): string | undefined {
 export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
   const out: Violation[] = [];
   const fail = (invariant: Invariant, message: string) => out.push({ seed, invariant, message });
+  for (const a of evidence.answers) {
+    if (a.ownUnansweredClaim === true && !a.ranHere && NEEDS_HUMAN.test(a.content)) {
+      fail("I9", `${a.worker} lost the reply of its own claim of ${a.toolUseId} (${a.ref}; it committed, no tool started, nobody had written the record since), then gave the call to a person: "${a.content.slice(0, 160)}"`);
+    }
+  }
   for (const call of evidence.calls) {
     const { ref, system, tool } = call;
     const effects = system.effects(ref);

@@ -108,6 +108,12 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
   const lastRun = new Map<string, number>();
   const verdicts = new Map<string, PersonVerdict>();
   const alerts: { readonly code: string; readonly key: string | undefined }[] = [];
+  /**
+   * Per worker and key: that worker's claim made the record, its reply was lost, and nobody has
+   * written the record since (I9). `overtaken`: another process wrote it after (a request already
+   * on its way then finds a record that is no longer just the claim).
+   */
+  const unansweredClaims = new Map<string, { overtaken: boolean }>();
 
   // The agent's calls: each a logical call (ref) of one system's tool.
   const calls: Call[] = [];
@@ -177,6 +183,17 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
           seed, invariant: "I6",
           message: `${p.name} (${owner}) wrote ${op} on ${before.key} while ${before.owner} held it (fence ${before.fence})`,
         }),
+        // Any write after it (another worker's take-over, or this gate's own, to run it or not) ends "just the claim".
+        wrote: (p, key) => {
+          for (const [id, claim] of unansweredClaims) {
+            if (!id.endsWith(`\u0001${key}`)) continue;
+            if (!id.startsWith(`${p.name}\u0001`)) claim.overtaken = true;
+            unansweredClaims.delete(id);
+          }
+        },
+        // Not judged after this gate's own write on it failed (nothing written): today's gate forgets its claim then (docs/testing.md).
+        failedWrite: (p, key) => void unansweredClaims.delete(`${p.name}\u0001${key}`),
+        claimReplyLost: (p, key) => void unansweredClaims.set(`${p.name}\u0001${key}`, { overtaken: false }),
       }),
       time: world.timeFor(process),
       random: () => agentRng.next(),
@@ -241,17 +258,22 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
    */
   async function ask(worker: Worker, message: readonly Call[], phase: Answer["phase"]): Promise<ToolResultBlock[] | "died"> {
     const entry = options.entry ?? gateEntry;
-    const one = (call: Call): Promise<ToolResultBlock> =>
-      world.answerOf(worker.process, entry.answer(worker.gate, call.block, scope)).then((block) => {
+    const one = (call: Call): Promise<ToolResultBlock> => {
+      // Judged as the request arrives: the record is still only this gate's unanswered claim, so this request must run it
+      // unless another process writes the record before this gate reads it (I9).
+      const unanswered = unansweredClaims.get(`${worker.process.name}\u0001${call.block.id}`);
+      return world.answerOf(worker.process, entry.answer(worker.gate, call.block, scope)).then((block) => {
         answers.push({
           effectsBefore: call.system.effects(call.ref),
           ref: call.ref, toolUseId: call.block.id, worker: worker.process.name, phase, at: world.now,
           content: block.content, isError: block.is_error === true,
           ranHere: (runs.get(`${worker.process.name}\u0001${call.block.id}`) ?? 0) > 0,
+          ownUnansweredClaim: unanswered !== undefined && !unanswered.overtaken,
         });
         world.log(`agent ← ${worker.process.name} ${call.block.id}: ${block.is_error === true ? "error " : ""}${block.content.slice(0, 160)}`);
         return block;
       });
+    };
     const answered = Promise.all(message.map(one)).catch((err: unknown) => {
       violations.push({ seed, invariant: "I3", message: `${entry.name === "gate" ? "runToolUses" : `the ${entry.name} entry`} threw on ${worker.process.name}: ${String(err)}` });
       return "died" as const;
