@@ -22,10 +22,15 @@ export async function ownUnansweredClaim(rt: Runtime, tenant: string, key: strin
   const id = inflightId({ tenant, key });
   if (rt.known.get(id)?.kind !== "claim_unanswered") return undefined;
   const record = await rt.calls.get(tenant, key);
-  rt.known.delete(id);
-  if (!record || !isOwnUnstartedClaim(record, rt.owner)) return undefined;
+  if (!record || !isOwnUnstartedClaim(record, rt.owner)) {
+    rt.known.delete(id);
+    return undefined;
+  }
   const confirmedAt = rt.time.monotonic();
+  // Forgotten only once the take-over has an answer: one that failed (the ledger unreachable) leaves the
+  // claim this gate's own, unstarted, for the next request to recognise again, not for a person.
   const taken = await rt.calls.takeOver({ tenant, key, version: record.version, owner: rt.owner, leaseMs: rt.leaseMs, holderIsDead: true });
+  rt.known.delete(id);
   return taken && { record: taken, confirmedAt };
 }
 

@@ -191,3 +191,12 @@ describe("found by the full count (120,000 memory schedules, 2026-12-02)", () =>
     });
   }
 });
+
+describe("found by I9 (issue 12 defect 6's invariant)", () => {
+  // A worker loses its claim's reply; its next request's take-over of that claim fails (nothing written). The gate
+  // forgot the claim before the take-over landed, so the request after that gave a call that never started to a person.
+  it("memory seed 186: a take-over that failed leaves the claim the gate's own, and the next request runs it", async () => {
+    const r = await explore({ ledger: "memory", seed: 186, schedules: 1, trace: true });
+    expect(r.violations, r.traces.get(186)?.join("\n")).toEqual([]);
+  });
+});

@@ -191,8 +191,8 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
             unansweredClaims.delete(id);
           }
         },
-        // Not judged after this gate's own write on it failed (nothing written): today's gate forgets its claim then (docs/testing.md).
-        failedWrite: (p, key) => void unansweredClaims.delete(`${p.name}\u0001${key}`),
+        // A write of this gate's own that failed (nothing written) leaves the claim just the claim: still judged (seed 186).
+        failedWrite: () => undefined,
         claimReplyLost: (p, key) => void unansweredClaims.set(`${p.name}\u0001${key}`, { overtaken: false }),
       }),
       time: world.timeFor(process),
