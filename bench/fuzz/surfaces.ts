@@ -31,6 +31,8 @@ function projectRoot(): string {
 export const ROOT = projectRoot();
 const CHILDREN = join(ROOT, "bench", "fuzz", "children");
 export const CLI = join(ROOT, "dist", "cli", "main.js");
+/** The MCP listener's rate-limited line about sessions it closed (src/mcp/http-sessions.ts). */
+const SESSION_CLOSED = /^effectgate mcp http: session \S+ closed \((idle for \d+ ms|the listener's \d+ sessions were open and this one was idle longest)\)(; \d+ more closed since the last such line)?$/;
 const UPSTREAM = join(ROOT, "test", "mcp", "fixtures", "upstream.mjs");
 
 export const HTTP_SURFACES = ["middleware-node", "middleware-hono", "console", "mcp-http", "receipts"] as const;
@@ -344,7 +346,8 @@ async function mcpHttpSurface(dir: string, db: string): Promise<RunningSurface> 
       const lines = existsSync(effectsFile) ? readFileSync(effectsFile, "utf8").split("\n").filter((l) => l !== "") : [];
       return { handled: lines.length, keys: lines.length, max: lines.length > 0 ? 1 : 0, repeated: [] };
     },
-    errorLines: () => watched.stderr().slice(startupLog).split("\n").filter((l) => l.trim() !== ""),
+    // The one operator line the listener writes for what hosts do, at most once a minute: sessions it closed (idle, or at its cap).
+    errorLines: () => watched.stderr().slice(startupLog).split("\n").filter((l) => l.trim() !== "" && !SESSION_CLOSED.test(l)),
     exited: () => watched.exitState,
     stop: () => stopChild(watched),
     cleanup: () => rmSync(dir, { recursive: true, force: true }),

@@ -32,15 +32,31 @@ export interface SessionTable {
   closeAll(): Promise<void>;
 }
 
+/** The least time between two lines about closed sessions. */
+const LOG_EVERY_MS = 60_000;
+
 export function sessionTable(options: { idleMs: number; max: number; log: (line: string) => void }): SessionTable {
   const sessions = new Map<string, Session>();
+  // Hosts decide how often sessions end (a flood of initializes evicts one per request): at most a line a minute.
+  let quietUntil = 0;
+  let unsaid = 0;
+  const say = (id: string, why: string) => {
+    const now = Date.now();
+    if (now < quietUntil) {
+      unsaid++;
+      return;
+    }
+    options.log(`effectgate mcp http: session ${id} closed (${why})${unsaid > 0 ? `; ${unsaid} more closed since the last such line` : ""}`);
+    unsaid = 0;
+    quietUntil = now + LOG_EVERY_MS;
+  };
 
   async function end(id: string, why: string): Promise<void> {
     const session = sessions.get(id);
     if (!session) return;
     sessions.delete(id);
     clearTimeout(session.timer);
-    options.log(`effectgate mcp http: session ${id} closed (${why})`);
+    say(id, why);
     await session.transport.close().catch(() => undefined);
   }
 
