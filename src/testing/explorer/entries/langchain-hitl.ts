@@ -43,7 +43,7 @@ import { seededRng } from "../rng.js";
 import type { ScheduleOptions, ScheduleResult } from "../schedule.js";
 import { drawDownstream, drawWorkload, type Workload } from "../workload.js";
 import { World, type Process } from "../world.js";
-import type { WorldEntry } from "./load.js";
+import type { WorldEntry } from "./world-entry.js";
 import { dedupe, machineClock, never } from "./support.js";
 
 /** One tool call of the model's message, and what the reviewer decides for it (calls that need no person have none). */

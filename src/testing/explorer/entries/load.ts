@@ -3,15 +3,10 @@
  * optional peer is said in one sentence naming the package to install.
  */
 import { EffectgateError } from "../../../core/errors.js";
-import type { ScheduleOptions, ScheduleResult } from "../schedule.js";
 import { ENTRY_NAMES, gateEntry, type AskEntry, type EntryName } from "./entry.js";
+import type { WorldEntry } from "./world-entry.js";
 
-/** Runs a whole schedule in a world of its own (two gateways, a resumed agent, HTTP clients). */
-export interface WorldEntry {
-  readonly kind: "world";
-  readonly name: EntryName;
-  run(seed: number, options: ScheduleOptions): Promise<ScheduleResult>;
-}
+export type { WorldEntry };
 
 export type Entry = AskEntry | WorldEntry;
 

@@ -55,7 +55,7 @@ import { seededRng, type Rng } from "../rng.js";
 import type { ScheduleOptions, ScheduleResult } from "../schedule.js";
 import type { Process } from "../world.js";
 import { World } from "../world.js";
-import type { WorldEntry } from "./load.js";
+import type { WorldEntry } from "./world-entry.js";
 import { canonical, decidePending, dedupe, machineClock, never } from "./support.js";
 
 /** Tool names the upstreams draw theirs from: two upstreams with "charge" each is the collision. */

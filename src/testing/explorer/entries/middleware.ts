@@ -43,7 +43,7 @@ import { seededRng } from "../rng.js";
 import type { ScheduleOptions, ScheduleResult } from "../schedule.js";
 import { drawDownstream } from "../workload.js";
 import { World, type Process } from "../world.js";
-import type { WorldEntry } from "./load.js";
+import type { WorldEntry } from "./world-entry.js";
 import { dedupe } from "./support.js";
 
 /** The servers' body limit, and the chunk a client streams an over-long body in. */
