@@ -58,6 +58,27 @@ const charge = defineTool({
 
 const toolText = (messages: BaseMessage[]) => messages.filter((m) => m.getType() === "tool").map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)));
 
+
+/** What the AI SDK hands the model after a mock model calls charge_card once ({ amount: 30 }) through aiSdkTools. */
+async function toolOutputsOfOneCall(gate: Parameters<typeof aiSdkTools>[0]): Promise<{ output: { type: string; value: unknown } }[]> {
+  const seen: { output: { type: string; value: unknown } }[] = [];
+  let step = 0;
+  const model = new MockLanguageModelV3({
+    doGenerate: async (options: LanguageModelV3CallOptions) => {
+      seen.push(...options.prompt.flatMap((m) => (m.role === "tool" ? m.content : [])) as never[]);
+      const calls = step++ === 0;
+      return {
+        content: calls ? [{ type: "tool-call", toolCallId: "call_1", toolName: "charge_card", input: JSON.stringify({ amount: 30 }) }] : [{ type: "text", text: "done" }],
+        finishReason: { unified: calls ? "tool-calls" : "stop", raw: undefined },
+        usage: { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } },
+        warnings: [],
+      };
+    },
+  });
+  await generateText({ model, tools: aiSdkTools(gate, { scope: () => scope }), prompt: "go", stopWhen: stepCountIs(3) });
+  return seen;
+}
+
 describe("LangChain: a tool whose schema is JSON Schema, run through effectgateMiddleware (issue 24 #9)", () => {
   it("a bad input is EG_INVALID_INPUT with the issues only, the tool never runs, and no stack trace or file path reaches the model", async () => {
     const ran: unknown[] = [];
@@ -118,22 +139,7 @@ describe("no stack trace or file path reaches the model, through any adapter: a 
 
   it("effectgate/ai-sdk (generateText with MockLanguageModelV3): the tool-error the model reads", async () => {
     const gate = gateWith([charge]);
-    const seen: unknown[] = [];
-    let step = 0;
-    const model = new MockLanguageModelV3({
-      doGenerate: async (options: LanguageModelV3CallOptions) => {
-        seen.push(...options.prompt.flatMap((m) => (m.role === "tool" ? m.content : [])));
-        const calls = step++ === 0;
-        return {
-          content: calls ? [{ type: "tool-call", toolCallId: "call_1", toolName: "charge_card", input: JSON.stringify({ amount: 30 }) }] : [{ type: "text", text: "done" }],
-          finishReason: { unified: calls ? "tool-calls" : "stop", raw: undefined },
-          usage: { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } },
-          warnings: [],
-        };
-      },
-    });
-    await generateText({ model, tools: aiSdkTools(gate, { scope: () => scope }), prompt: "go", stopWhen: stepCountIs(3) });
-    const [result] = seen as { output: { type: string; value: string } }[];
+    const [result] = (await toolOutputsOfOneCall(gate)) as { output: { type: string; value: string } }[];
     expect(result?.output.type).toBe("error-text");
     expect(result?.output.value).toMatch(/^EG_TOOL_FAILED: charge_card failed: the payments client failed: Error: connect ECONNREFUSED 127\.0\.0\.1:9$/);
     expect(result?.output.value).not.toMatch(LEAK);
@@ -236,21 +242,7 @@ describe("what docs/adapters.md says the model reads", () => {
     const { ran, tool } = counted();
     const gate = gateWith([tool]);
     await setKillSwitch(gate.ledger, true, {}, { by: "ops", reason: "incident 7" });
-    const seen: { output: { type: string; value: unknown } }[] = [];
-    let step = 0;
-    const model = new MockLanguageModelV3({
-      doGenerate: async (options: LanguageModelV3CallOptions) => {
-        seen.push(...options.prompt.flatMap((m) => (m.role === "tool" ? m.content : [])) as never[]);
-        const calls = step++ === 0;
-        return {
-          content: calls ? [{ type: "tool-call", toolCallId: "call_1", toolName: "charge_card", input: JSON.stringify({ amount: 30 }) }] : [{ type: "text", text: "done" }],
-          finishReason: { unified: calls ? "tool-calls" : "stop", raw: undefined },
-          usage: { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } },
-          warnings: [],
-        };
-      },
-    });
-    await generateText({ model, tools: aiSdkTools(gate, { scope: () => scope }), prompt: "go", stopWhen: stepCountIs(3) });
+    const seen = await toolOutputsOfOneCall(gate);
     expect(seen[0]?.output.type).toBe("error-text");
     expect(String(seen[0]?.output.value)).toMatch(/^EG_KILL_SWITCH: /);
     expect(ran).toEqual([]);

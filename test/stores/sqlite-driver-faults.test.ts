@@ -26,6 +26,7 @@ import { defineTool } from "../../src/core/tool.js";
 import type { Alert } from "../../src/gate/alerts.js";
 import { createGate } from "../../src/root/create-gate.js";
 import { sqliteLedger } from "../../src/stores/sqlite/index.js";
+import { prlimitMissing } from "../../src/testing/explorer/sqlite-faults.js";
 import { tempDir } from "../support/tmp.js";
 
 const scope = { tenant: "acme", task: "disk" };
@@ -44,15 +45,6 @@ interface DriverFault {
   readonly says: RegExp;
 }
 
-function hasPrlimit(): string | undefined {
-  if (process.platform !== "linux") return "RLIMIT_FSIZE through prlimit is Linux-only";
-  try {
-    execFileSync("prlimit", ["--version"], { stdio: "ignore" });
-    return undefined;
-  } catch {
-    return "util-linux prlimit is not installed";
-  }
-}
 
 /** A 4 MiB tmpfs for the full-disk case, or why there cannot be one. */
 const tmpfs = (() => {
@@ -88,7 +80,7 @@ const busy = (): DriverFault => {
 };
 
 const ioError = (): DriverFault => {
-  const unavailable = hasPrlimit();
+  const unavailable = prlimitMissing();
   const limit = (value: string) => execFileSync("prlimit", ["--pid", String(process.pid), `--fsize=${value}:`]);
   return {
     name: "SQLITE_IOERR (the WAL cannot grow: EFBIG)",
