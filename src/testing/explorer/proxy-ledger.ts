@@ -17,7 +17,7 @@
  */
 import { isEffectgateError } from "../../core/errors.js";
 import type { Stores } from "../../contracts/stores.js";
-import { postgresLedger } from "../../stores/postgres/index.js";
+import { migratePostgres, postgresLedger } from "../../stores/postgres/index.js";
 import { dropSchema } from "./pg-schema.js";
 import { DEFAULT_PROXY_RATES, seededProxyPlan, startPgProxy, type ProxyCounts, type ProxyFaultRates } from "./pg-proxy.js";
 import { seededRng } from "./rng.js";
@@ -61,6 +61,9 @@ export async function proxiedPostgres(connectionString: string, rates: ProxyFaul
   const target = new URL(connectionString);
   const proxy = await startPgProxy({ target: { host: target.hostname || "127.0.0.1", port: Number(target.port || 5432) } });
   const schema = `effectgate_explore_${process.pid}_${Date.now().toString(36)}`;
+  // Migrated before the first schedule, past the proxy: otherwise the first schedule's gates create the schema through it,
+  // and those requests draw from its plan, so a seed replayed alone would meet other faults than among others.
+  await migratePostgres(connectionString, schema);
   // The bookkeeping ledger's clock follows the schedule running now.
   let now: () => number = Date.now;
   const clean = postgresLedger({ connectionString, poolSize: 2 }, { schema, durability: "process", clock: () => now() });
