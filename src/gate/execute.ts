@@ -97,7 +97,12 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
       if (outcome.status === "timeout") outcome.controller.abort(new ToolTimeout(why));
       await sleepOn(rt.time, backoffMs(policy.retry, retries++, rt.random));
       const again = await rerun(rt, run, lease, `retrying with the same key after: ${why}`);
-      if (again !== "rerun") return again;
+      if (again !== "rerun") {
+        // Not re-run (given to a person, or taken over): the run just timed out is the last one started and may still
+        // reply, which then settles the call or, when someone settled it otherwise, is reported, never dropped.
+        if (outcome.status === "timeout") judgeLateReply(rt, run.record, outcome.late);
+        return again;
+      }
       continue;
     }
     if (kind === "not_sent") {

@@ -13,6 +13,7 @@ import { simulatedDownstream, type DownstreamConfig } from "../../src/testing/ex
 import { seededRng } from "../../src/testing/explorer/rng.js";
 import { World } from "../../src/testing/explorer/world.js";
 import { explore } from "../../src/testing/explorer/explore.js";
+import { usePostgres } from "../support/pg.js";
 
 const scope = { tenant: "acme", task: "t-1" };
 
@@ -198,5 +199,16 @@ describe("found by I9 (issue 12 defect 6's invariant)", () => {
   it("memory seed 186: a take-over that failed leaves the claim the gate's own, and the next request runs it", async () => {
     const r = await explore({ ledger: "memory", seed: 186, schedules: 1, trace: true });
     expect(r.violations, r.traces.get(186)?.join("\n")).toEqual([]);
+  });
+});
+
+describe("found by the proxied PostgreSQL part (5,000 schedules, 2026-12-02)", () => {
+  const db = usePostgres();
+  // A harmless-to-resend call timed out; its re-run could not be counted (the proxy cut the write), so the gate gave the
+  // call to a person, dropping the run that had just timed out and ignored the abort. Its reply landed after the person
+  // (wrongly) settled the call "completed": no finding, no alert (I8).
+  it("seed 3503641: a re-run that could not be recorded still follows the run that timed out, and its late reply is a finding (I8)", async () => {
+    const r = await explore({ ledger: { postgres: db.url, proxy: true }, seed: 3_503_641, schedules: 1, trace: true });
+    expect(r.violations, r.traces.get(3_503_641)?.join("\n")).toEqual([]);
   });
 });
