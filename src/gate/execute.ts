@@ -24,6 +24,7 @@ import { sleepOn, sleepUnless, type TimeSource } from "../core/time.js";
 import { probeUntilKnown, type LateRun } from "./probe-loop.js";
 import { contradicts, reportContradiction } from "./contradiction.js";
 import { record as write } from "./record.js";
+import { markStarted } from "./known.js";
 import { inProgressResult, needsHumanResult, type Call, type Runtime } from "./runtime.js";
 
 /**
@@ -81,6 +82,7 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
     rt.stats.executed++;
     if (call.note) call.note.executed = true;
     run.started = true;
+    markStarted(rt, run.record);
     const outcome = await runWithTimeout(rt.time, call, run.record, policy.timeoutMs, lease.lost);
     if (outcome.status === "ok") {
       await rt.faults?.("after_execute", where);
@@ -295,12 +297,25 @@ async function recordLateReply(rt: Runtime, parked: CallRecord, late: LateRun): 
         if (contradicts(current, result)) await reportContradiction(rt, current, result, "a reply that arrived after the timeout");
         return;
       }
+      // Another worker holds it (probing): only a holder writes a held record. Its probe will likely find this
+      // very effect; if it gives up instead, the record is released and this reply then settles it.
+      if (current.owner !== null && current.owner !== rt.owner) {
+        if (rt.closing.closed) return;
+        await sleepUnless(rt.time, rt.leaseMs, rt.closing.promise, { background: true });
+        continue;
+      }
       const settled = await rt.calls.update(current.tenant, current.key, current.version, {
         state: "completed", result, owner: null, error: "completed by a reply that arrived after the timeout",
       });
       // Moved meanwhile (a person settled it, another worker took it): judge the reply against what it is now.
       if (settled) return;
     }
+    if (rt.closing.closed) return;
+    rt.alert({
+      code: "record_failed",
+      message: `a late reply for ${parked.tool} call ${parked.key} was not recorded: the record kept moving (held or rewritten by others); its result: ${renderResult(result).slice(0, 500)}`,
+      tenant: parked.tenant, key: parked.key, tool: parked.tool,
+    });
   } catch (err) {
     rt.alert({
       code: "record_failed",

@@ -110,6 +110,7 @@ export function createKernel(options: KernelOptions): Kernel {
     background: new Set(),
     closing,
     known: new Map(),
+    startedUnwritten: new Set(),
     time: options.time ?? realTime,
     random: options.random,
     policyFor: options.policyFor,

@@ -15,6 +15,26 @@ export function isOwnUnstartedClaim(record: CallRecord, owner: string): boolean 
 }
 
 /**
+ * How many started-but-unwritten calls a gate remembers. Each is a run that ended without this
+ * gate writing its record (a lost lease, failed writes): rare, so the bound is only a backstop; past
+ * it the oldest is forgotten, and a lost claim reply on that very key would then be taken as unstarted.
+ */
+const STARTED_UNWRITTEN_MAX = 10_000;
+
+/** The tool of `record` starts now under this gate's claim, which nobody has written since. */
+export function markStarted(rt: Runtime, record: CallRecord): void {
+  const id = inflightId(record);
+  rt.startedUnwritten.delete(id);
+  rt.startedUnwritten.add(id);
+  if (rt.startedUnwritten.size > STARTED_UNWRITTEN_MAX) rt.startedUnwritten.delete(rt.startedUnwritten.values().next().value as string);
+}
+
+/** This gate wrote the record of a call it started: it no longer looks like an unstarted claim, nothing to remember. */
+export function markWritten(rt: Runtime, record: CallRecord): void {
+  rt.startedUnwritten.delete(inflightId(record));
+}
+
+/**
  * A claim of this gate whose reply was lost: if its record is there, unchanged since the claim,
  * the tool never started, so this gate takes it back (a fresh lease and fence) to run it, once.
  */
@@ -22,7 +42,8 @@ export async function ownUnansweredClaim(rt: Runtime, tenant: string, key: strin
   const id = inflightId({ tenant, key });
   if (rt.known.get(id)?.kind !== "claim_unanswered") return undefined;
   const record = await rt.calls.get(tenant, key);
-  if (!record || !isOwnUnstartedClaim(record, rt.owner)) {
+  // Its tool ran under the claim (this very record), and the lost reply was a later claim's, which found it.
+  if (!record || !isOwnUnstartedClaim(record, rt.owner) || rt.startedUnwritten.has(id)) {
     rt.known.delete(id);
     return undefined;
   }

@@ -14,6 +14,7 @@ import { sleepUnless } from "../core/time.js";
 import { renderResult, type ToolResultBlock } from "../core/blocks.js";
 import type { CallRecord, RecordUpdate } from "../contracts/calls.js";
 import { contradicts, reportContradiction } from "./contradiction.js";
+import { markWritten } from "./known.js";
 import { inflightId, type Runtime } from "./runtime.js";
 
 export type Written =
@@ -48,9 +49,9 @@ export async function record(rt: Runtime, held: CallRecord, update: RecordUpdate
 /** One compare-and-set write; a miss whose record already shows this very write counts as written (a lost reply). */
 async function writeOnce(rt: Runtime, held: CallRecord, update: RecordUpdate): Promise<Written> {
   const written = await rt.calls.update(held.tenant, held.key, held.version, update);
-  if (written) return { kind: "written", record: written };
+  if (written) return wrote(rt, written);
   const current = await rt.calls.get(held.tenant, held.key);
-  if (current && shows(current, held, update)) return { kind: "written", record: current };
+  if (current && shows(current, held, update)) return wrote(rt, current);
   // Another worker took the call over while this one ran it, and, unable to tell what happened,
   // gave it to a person. This worker knows: its run is the only one (no start since), so its
   // definite outcome settles the call, as a late reply does, instead of asking a person.
@@ -59,9 +60,14 @@ async function writeOnce(rt: Runtime, held: CallRecord, update: RecordUpdate): P
       ...update, owner: null,
       ...(update.state === "completed" ? { error: "completed: the worker that ran it got the reply after another worker had taken the call over" } : {}),
     });
-    if (settled) return { kind: "written", record: settled };
+    if (settled) return wrote(rt, settled);
   }
   return { kind: "lost" };
+}
+
+function wrote(rt: Runtime, written: CallRecord): Written {
+  markWritten(rt, written);
+  return { kind: "written", record: written };
 }
 
 function shows(current: CallRecord, held: CallRecord, update: RecordUpdate): boolean {

@@ -49,6 +49,12 @@ export interface Runtime {
    * this process is answered from it, never by running the tool again (see known.ts).
    */
   readonly known: Map<string, Known>;
+  /**
+   * Calls whose tool this gate started under its claim and whose record it has not written since
+   * (the lease was lost, the outcome write failed): such a record looks exactly like a claim whose
+   * reply was lost, but its tool ran, so it is never taken back as unstarted (known.ts).
+   */
+  readonly startedUnwritten: Set<string>;
   /** Every clock reading and wait of the gate (real time unless a test passes a simulated one). */
   readonly time: TimeSource;
   /** Jitter source for retry backoff (tests pass a seeded one). */

@@ -193,6 +193,19 @@ describe("found by the full count (120,000 memory schedules, 2026-12-02)", () =>
   }
 });
 
+describe("found by the widened memory run (seeds 500,001–515,000, 2026-12-02)", () => {
+  // One gate started a call, froze before its send, lost the lease and said "in progress"; a later claim of the same key
+  // by the same gate lost its reply. The record (this gate's, version 1, one attempt) looked exactly like that lost claim,
+  // so the gate took it back as never started and sent again beside the first send (I1, seed 503600; also proxied
+  // PostgreSQL seed 3504566). And a late reply was written over a record another worker held while probing (I6, seed 504403).
+  for (const seed of [503_600, 504_403, 510_559]) {
+    it(`seed ${seed}: a started call is never taken back as an unstarted claim, and a late reply waits for the holder`, async () => {
+      const r = await explore({ ledger: "memory", seed, schedules: 1, trace: true });
+      expect(r.violations, r.traces.get(seed)?.join("\n")).toEqual([]);
+    });
+  }
+});
+
 describe("found by I9 (issue 12 defect 6's invariant)", () => {
   // A worker loses its claim's reply; its next request's take-over of that claim fails (nothing written). The gate
   // forgot the claim before the take-over landed, so the request after that gave a call that never started to a person.

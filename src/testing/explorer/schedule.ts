@@ -168,6 +168,8 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
   }
 
   const live: Worker[] = [];
+  /** A tool of this schedule stalls its process before it sends (workload.ts drawStalls). */
+  const stalledHolder = workload.downstreams.some((d) => d.stallMs !== undefined);
   let started = 0;
   let waitingForWorker: (() => void)[] = [];
 
@@ -286,7 +288,7 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     for (let attempt = 0; attempt < 6; attempt++) {
       const first = await anyWorker();
       const targets = [first];
-      if (agentRng.chance(workload.twin)) targets.push(live.length > 1 ? live.find((w) => w !== first)! : spawnTwin());
+      if (agentRng.chance(workload.twin)) targets.push(live.length > 1 ? live.find((w) => w !== first)! : spawnTwin(first));
       world.log(`agent → ${targets.map((t) => t.process.name).join(" + ")}: ${message.map((c) => c.block.id).join(", ")}`);
       const outs = await Promise.all(targets.map((t) => ask(t, message, "run")));
       const answered = outs.filter((o): o is ToolResultBlock[] => o !== "died");
@@ -296,8 +298,10 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     }
   }
 
-  function spawnTwin(): Worker {
-    return live.length < workload.workers ? spawn() : live[0]!;
+  function spawnTwin(first: Worker): Worker {
+    // A stalled holder's twin runs in another process: one frozen beside it takes nothing over, and its
+    // stale send then lands before the new holder's, the limit guarantees.md states for fences alone.
+    return live.length < workload.workers || stalledHolder ? spawn() : live.find((w) => w !== first) ?? live[0]!;
   }
 
   /** A person deciding approval requests (destructive calls) from time to time, on the ledger itself. */
