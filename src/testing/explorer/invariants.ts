@@ -142,7 +142,14 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
       const real = system.resultOf(ref);
       // A person who said the call failed (wrongly, maybe) let its re-plan run: that run's result is the answer then.
       const personSaidFailed = evidence.calls.some((c) => c.ref === ref && evidence.verdicts?.get(c.block.id)?.as === "failed");
-      const wrong = personSaidFailed ? undefined : said.find((a) => !a.isError && (real === undefined || !a.content.includes(renderResult(real as Json))));
+      // A person who said it completed (wrongly, maybe) wrote the result the ledger holds: a repeat told that result relays the verdict.
+      const personRecorded = evidence.calls.flatMap((c) => {
+        const settled = evidence.verdicts?.get(c.block.id)?.as === "completed" ? evidence.records.get(c.block.id) : undefined;
+        return c.ref === ref && settled?.state === "completed" ? [renderResult(settled.result)] : [];
+      });
+      const told = (a: Answer, result: string) => a.content.includes(result);
+      const wrong = personSaidFailed ? undefined : said.find((a) => !a.isError &&
+        (real === undefined || !told(a, renderResult(real as Json))) && !personRecorded.some((result) => told(a, result)));
       if (wrong) fail("I5", `${wrong.worker} answered ${call.turn === "replan" ? "the re-plan " : ""}${wrong.toolUseId} of ${ref} with ${wrong.content.slice(0, 160)}, not the one result the downstream produced (${real === undefined ? "none" : renderResult(real as Json).slice(0, 120)})`);
       continue;
     }
