@@ -53,9 +53,10 @@ for (const name of chosen) {
     : await fuzzHttpSurface(name as HttpSurfaceName, { seed: SEED, requests: REQUESTS, concurrency: CONCURRENCY, progress });
   reports.push(report);
   const top = Object.entries(report.statuses).sort((a, b) => b[1] - a[1]).slice(0, 8).map(([s, n]) => `${s}×${n}`).join(" ");
-  process.stdout.write(`${name}\n${table(["requests", "seconds", "findings", "RSS start/peak/end MiB", "bound MiB", "quick_check", "restarts"], [[
+  process.stdout.write(`${name}\n${table(["requests", "seconds", "findings", "RSS start/peak/end MiB", "bound MiB", "retained after GC start/end (bound) MiB", "quick_check", "restarts"], [[
     String(report.requests), (report.ms / 1000).toFixed(1), String(report.findings.length),
-    `${report.rssStartMiB} / ${report.rssPeakMiB} / ${report.rssEndMiB}`, String(report.rssBoundMiB), report.quickCheck, String(report.restarts),
+    `${report.rssStartMiB} / ${report.rssPeakMiB} / ${report.rssEndMiB}`, String(report.rssBoundMiB),
+    report.retained ? `${report.retained.startMiB} / ${report.retained.endMiB} (${report.retained.boundMiB})` : "-", report.quickCheck, String(report.restarts),
   ]])}\nanswers: ${top}\n${report.effects ? `effects: ${report.effects.handled} handler runs, ${report.effects.keys} keys, at most ${report.effects.max} per key\n` : ""}`);
   for (const f of report.findings) {
     process.stdout.write(`  FINDING ${f.kind} ×${f.count}: ${f.detail}\n${f.request === undefined ? "" : `    request (${f.requestBytes} bytes): ${JSON.stringify(f.request)}\n`}`);

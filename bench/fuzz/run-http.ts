@@ -6,11 +6,12 @@
  * with SIGTERM and its ledger must pass `PRAGMA quick_check`. A surface that died is started again
  * and the batch that killed it is replayed one request at a time to name the request.
  */
+import { retained, RETAINED_GROWTH_MIB, settledRetained, type Retained } from "./heap.js";
 import Database from "better-sqlite3";
 import { readFileSync } from "node:fs";
 import { mutate, serialize, type Draft } from "./generate.js";
 import { Rng } from "./rng.js";
-import { is2xx, startSurface, type HttpSurfaceName, type RunningSurface } from "./surfaces.js";
+import { heapProbe, is2xx, startSurface, type HttpSurfaceName, type RunningSurface } from "./surfaces.js";
 import { exchange, type Exchange } from "./wire.js";
 
 export type FindingKind =
@@ -36,6 +37,8 @@ export interface SurfaceReport {
   readonly statuses: Record<string, number>;
   readonly families: Record<string, number>;
   readonly rssStartMiB: number;
+  /** After a forced GC in the child (heap.ts): after the first batch, at the end, the bound. */
+  readonly retained?: { readonly startMiB: number; readonly endMiB: number; readonly boundMiB: number; readonly end: Retained };
   readonly rssPeakMiB: number;
   readonly rssEndMiB: number;
   readonly rssBoundMiB: number;
@@ -206,6 +209,7 @@ export async function fuzzHttpSurface(name: HttpSurfaceName, options: FuzzOption
   let sent = 0;
   let rssStart = NaN;
   let rssPeak = 0;
+  let retainedStart: Retained | undefined;
   let index = 0;
   let effects: SurfaceReport["effects"];
   const dbs: { db: string; cleanup: () => void }[] = [];
@@ -235,9 +239,13 @@ export async function fuzzHttpSurface(name: HttpSurfaceName, options: FuzzOption
       surface = await startSurface(name);
       restarts++;
       rssStart = NaN;
+      retainedStart = undefined;
     }
     const rss = rssMiB(surface.pid);
-    if (Number.isNaN(rssStart)) rssStart = rss;
+    if (Number.isNaN(rssStart)) {
+      rssStart = rss;
+      retainedStart = await retained(surface.pid, heapProbe().dir);
+    }
     rssPeak = Math.max(rssPeak, rss);
     // Transient peaks (16 connections each sending a body at the limit) are allowed up to the cap; what stays is judged at the end.
     if (rss > RSS_CAP_MIB) findings.add("rss", "cap", `RSS ${rss} MiB after a batch, over the ${RSS_CAP_MIB} MiB cap`);
@@ -254,7 +262,12 @@ export async function fuzzHttpSurface(name: HttpSurfaceName, options: FuzzOption
   // What stays: RSS a second after the last batch, against its value after the first one.
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const rssEnd = rssMiB(surface.pid);
-  if (rssEnd > rssStart + growth) findings.add("rss", "growth", `RSS ${rssEnd} MiB at the end, more than ${growth} MiB over the ${rssStart} MiB after the first batch: memory that is not given back`);
+  // What stays after a forced GC is bounded; RSS (V8 keeps heap it no longer uses, SQLite its page cache) is reported beside it.
+  const retainedEnd = await settledRetained(surface.pid, heapProbe().dir);
+  if (!retainedStart || !retainedEnd) findings.add("rss", "probe", "the heap probe did not answer (no forced-GC figure)");
+  else if (retainedEnd.retainedMiB > retainedStart.retainedMiB + RETAINED_GROWTH_MIB) {
+    findings.add("rss", "retained", `${retainedEnd.retainedMiB} MiB retained after a forced GC at the end (heap ${retainedEnd.heapUsedMiB}, external ${retainedEnd.externalMiB}), more than ${RETAINED_GROWTH_MIB} MiB over the ${retainedStart.retainedMiB} MiB after the first batch: memory that is not given back (RSS ${rssEnd} MiB)`);
+  }
   const errorLines = surface.errorLines();
   for (const line of errorLines) findings.add("error-log", line.slice(0, 80), `logged: ${line.slice(0, 300)}`);
   const exit = await surface.stop();
@@ -267,6 +280,7 @@ export async function fuzzHttpSurface(name: HttpSurfaceName, options: FuzzOption
   return {
     surface: name, seed: options.seed, requests: sent, ms: Date.now() - started, statuses, families,
     rssStartMiB: rssStart, rssPeakMiB: rssPeak, rssEndMiB: rssEnd, rssBoundMiB: Math.round((rssStart + growth) * 10) / 10,
+    ...(retainedStart && retainedEnd ? { retained: { startMiB: retainedStart.retainedMiB, endMiB: retainedEnd.retainedMiB, boundMiB: Math.round((retainedStart.retainedMiB + RETAINED_GROWTH_MIB) * 10) / 10, end: retainedEnd } } : {}),
     ...(effects ? { effects } : {}), quickCheck: checks.join(", "), restarts, findings: findings.list,
   };
 }

@@ -12,6 +12,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
+import { heapProbeEnv, retained, RETAINED_GROWTH_MIB, settledRetained, type Retained } from "./heap.js";
 import { Rng } from "./rng.js";
 import { quickCheck, RSS_CAP_MIB, rssMiB, type Finding, type FindingKind, type SurfaceReport } from "./run-http.js";
 import { CLI, ROOT, watchChild } from "./surfaces.js";
@@ -24,6 +25,8 @@ interface Gateway {
   readonly dir: string;
   readonly db: string;
   readonly effectsFile: string;
+  /** Where its heap probe writes (heap.ts). */
+  readonly heapDir: string;
   stderr(): string;
   /** Resolves with the response to `id`, or undefined when none came within `ms`. */
   answer(id: string, ms: number): Promise<Record<string, unknown> | undefined>;
@@ -41,8 +44,9 @@ async function startGateway(): Promise<Gateway> {
   const dir = mkdtempSync(join(os.tmpdir(), "effectgate-fuzz-stdio-"));
   const db = join(dir, "ledger.db");
   const effectsFile = join(dir, "effects.jsonl");
+  const heap = heapProbeEnv(ROOT);
   const child = spawn(process.execPath, [CLI, "mcp", "--db", db, "--", process.execPath, UPSTREAM], {
-    cwd: dir, env: { ...process.env, UPSTREAM_EFFECTS: effectsFile }, stdio: ["pipe", "pipe", "pipe"],
+    cwd: dir, env: { ...process.env, UPSTREAM_EFFECTS: effectsFile, ...heap.env }, stdio: ["pipe", "pipe", "pipe"],
   });
   watchChild(child);
   let stderr = "";
@@ -88,7 +92,7 @@ async function startGateway(): Promise<Gateway> {
     resolve(exitCode);
   }));
   const gateway: Gateway = {
-    child, dir, db, effectsFile, garbage, internal,
+    child, dir, db, effectsFile, garbage, internal, heapDir: heap.dir,
     stderr: () => stderr,
     answer: (id, ms) => {
       const known = answers.get(id);
@@ -199,6 +203,7 @@ export async function fuzzStdio(options: StdioOptions): Promise<SurfaceReport> {
   let restarts = 0;
   let rssStart = NaN;
   let rssPeak = 0;
+  let retainedStart: Retained | undefined;
   let lastReport = Date.now();
   const bursts: string[] = [];
 
@@ -240,10 +245,14 @@ export async function fuzzStdio(options: StdioOptions): Promise<SurfaceReport> {
       gateways.push(gateway);
       restarts++;
       rssStart = NaN;
+      retainedStart = undefined;
     }
     const child = gateway.child;
     const rss = rssMiB(child.pid!);
-    if (Number.isNaN(rssStart)) rssStart = rss;
+    if (Number.isNaN(rssStart)) {
+      rssStart = rss;
+      retainedStart = await retained(child.pid!, gateway.heapDir);
+    }
     rssPeak = Math.max(rssPeak, rss);
     if (rss > RSS_CAP_MIB) add("rss", "cap", `RSS ${rss} MiB after a batch, over the ${RSS_CAP_MIB} MiB cap`);
     if (Date.now() - lastReport > 5_000 || sent >= options.requests) {
@@ -253,7 +262,14 @@ export async function fuzzStdio(options: StdioOptions): Promise<SurfaceReport> {
   }
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const rssEnd = rssMiB(gateway.child.pid!);
-  if (rssEnd > rssStart + growth) add("rss", "growth", `RSS ${rssEnd} MiB at the end, more than ${growth} MiB over the ${rssStart} MiB after the first batch: memory that is not given back`);
+  // What stays after a forced GC is bounded; RSS (V8 keeps heap it no longer uses) is reported beside it.
+  const retainedNow = await retained(gateway.child.pid!, gateway.heapDir);
+  const retainedEnd = await settledRetained(gateway.child.pid!, gateway.heapDir);
+  progress(`mcp-stdio: retained after a forced GC a second after the last batch ${retainedNow?.retainedMiB} MiB, settled ${retainedEnd?.retainedMiB} MiB after ${retainedEnd?.afterMs} ms more`);
+  if (!retainedStart || !retainedEnd) add("rss", "probe", "the heap probe did not answer (no forced-GC figure)");
+  else if (retainedEnd.retainedMiB > retainedStart.retainedMiB + RETAINED_GROWTH_MIB) {
+    add("rss", "retained", `${retainedEnd.retainedMiB} MiB retained after a forced GC at the end (heap ${retainedEnd.heapUsedMiB}, external ${retainedEnd.externalMiB}), more than ${RETAINED_GROWTH_MIB} MiB over the ${retainedStart.retainedMiB} MiB after the first batch: memory that is not given back (RSS ${rssEnd} MiB)`);
+  }
   const checks: string[] = [];
   let maxPerId = 0;
   let ids = 0;
@@ -272,10 +288,12 @@ export async function fuzzStdio(options: StdioOptions): Promise<SurfaceReport> {
     checks.push(check);
     if (check !== "ok") add("quick_check", check, `PRAGMA quick_check: ${check}`);
     rmSync(g.dir, { recursive: true, force: true });
+    rmSync(g.heapDir, { recursive: true, force: true });
   }
   return {
     surface: "mcp-stdio", seed: options.seed, requests: sent, ms: Date.now() - started, statuses, families,
     rssStartMiB: rssStart, rssPeakMiB: rssPeak, rssEndMiB: rssEnd, rssBoundMiB: Math.round((rssStart + growth) * 10) / 10,
+    ...(retainedStart && retainedEnd ? { retained: { startMiB: retainedStart.retainedMiB, endMiB: retainedEnd.retainedMiB, boundMiB: Math.round((retainedStart.retainedMiB + RETAINED_GROWTH_MIB) * 10) / 10, end: retainedEnd } } : {}),
     effects: { handled: bursts.length, keys: ids, max: maxPerId }, quickCheck: checks.join(", "), restarts, findings: list,
   };
 }

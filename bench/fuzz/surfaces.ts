@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { requestTargetUrl } from "../../src/core/local-server.js";
 import { signReceipt } from "../../src/root/receipts-endpoint.js";
 import { draft, type Draft, type SurfaceShape } from "./generate.js";
+import { heapProbeEnv } from "./heap.js";
 import type { Rng } from "./rng.js";
 import { exchange, type WireResponse } from "./wire.js";
 
@@ -34,6 +35,12 @@ export const CLI = join(ROOT, "dist", "cli", "main.js");
 /** The MCP listener's rate-limited line about sessions it closed (src/mcp/http-sessions.ts). */
 const SESSION_CLOSED = /^effectgate mcp http: session \S+ closed \((idle for \d+ ms|the listener's \d+ sessions were open and this one was idle longest)\)(; \d+ more closed since the last such line)?$/;
 const UPSTREAM = join(ROOT, "test", "mcp", "fixtures", "upstream.mjs");
+
+let heap: ReturnType<typeof heapProbeEnv> | undefined;
+/** The heap probe every surface child is started with (heap.ts): one folder for the run, a file per pid. */
+export function heapProbe(): ReturnType<typeof heapProbeEnv> {
+  return (heap ??= heapProbeEnv(ROOT));
+}
 
 export const HTTP_SURFACES = ["middleware-node", "middleware-hono", "console", "mcp-http", "receipts"] as const;
 export type HttpSurfaceName = (typeof HTTP_SURFACES)[number];
@@ -118,7 +125,7 @@ function watch(child: ChildProcess): Child {
 }
 
 function forkChild(script: string, config: object): Promise<{ watched: Child; port: number }> {
-  const child = fork(join(CHILDREN, script), [JSON.stringify(config)], { stdio: ["ignore", "ignore", "pipe", "ipc"], cwd: ROOT });
+  const child = fork(join(CHILDREN, script), [JSON.stringify(config)], { stdio: ["ignore", "ignore", "pipe", "ipc"], cwd: ROOT, env: { ...process.env, ...heapProbe().env } });
   const watched = watch(child);
   return new Promise((resolve, reject) => {
     child.once("message", (m: { op?: string; port?: number }) => {
@@ -276,7 +283,7 @@ const MCP_ACCEPT: [string, string] = ["Accept", "application/json, text/event-st
 async function mcpHttpSurface(dir: string, db: string): Promise<RunningSurface> {
   const effectsFile = join(dir, "effects.jsonl");
   const child = spawn(process.execPath, [CLI, "mcp", "--listen", "127.0.0.1:0", "--token", TOKEN, "--db", db, "--", process.execPath, UPSTREAM], {
-    cwd: dir, env: { ...process.env, UPSTREAM_EFFECTS: effectsFile }, stdio: ["ignore", "ignore", "pipe"],
+    cwd: dir, env: { ...process.env, UPSTREAM_EFFECTS: effectsFile, ...heapProbe().env }, stdio: ["ignore", "ignore", "pipe"],
   });
   const watched = watch(child);
   const url = await new Promise<string>((resolve, reject) => {

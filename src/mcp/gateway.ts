@@ -27,6 +27,7 @@ import { DEFAULT_DEDUPE_WINDOW_MS, DEFAULT_META_KEYS, type McpConfig } from "./c
 import { elicitingApprover, type ElicitingApprover } from "./elicit.js";
 import { gatedTools, gateNameOf, type GatedTool } from "./gated-tools.js";
 import { forwardedMeta, hostCalls } from "./host-context.js";
+import { answerInvalidParams } from "./invalid-params.js";
 import { derivedKey, toolUseIdFromMeta } from "./keys.js";
 import { errorToolResult, toCallToolResult } from "./results.js";
 import type { Upstream } from "./upstream.js";
@@ -213,6 +214,8 @@ export function createMcpGateway(options: McpGatewayOptions): McpGateway {
       // session's are the client's own mistakes, already answered with a 4xx (connectHost's transportErrors).
       server.onerror = hostOptions.transportErrors === "quiet" ? () => undefined : (err) => log(`effectgate mcp: the host connection: ${messageOf(err)}`);
       await server.connect(transport);
+      // A request of the wrong shape gets -32602 and a sentence, not the SDK's -32603 with zod's issue list.
+      answerInvalidParams(transport, (err) => server.onerror?.(err instanceof Error ? err : new Error(String(err))));
       return server;
     },
     async close() {
