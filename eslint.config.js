@@ -6,7 +6,7 @@ import tseslint from "typescript-eslint";
 import { layerConfigs } from "./eslint.layers.js";
 
 export default tseslint.config(
-  { ignores: ["dist/", "dist-bench/", "node_modules/", "coverage/", ".refactor/", "**/*.mjs", "**/*.js"] },
+  { ignores: ["dist/", "dist-bench/", "node_modules/", "coverage/", ".refactor/", "**/*.mjs", "**/*.cjs", "**/*.js"] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
