@@ -22,6 +22,7 @@ import { table } from "./lib/stats.js";
 import { fuzzHttpSurface, type SurfaceReport } from "./fuzz/run-http.js";
 import { fuzzStdio } from "./fuzz/run-stdio.js";
 import { HTTP_SURFACES, ROOT, type HttpSurfaceName } from "./fuzz/surfaces.js";
+import { removeHeapProbeDirs } from "./fuzz/heap.js";
 
 const ALL = [...HTTP_SURFACES, "mcp-stdio"] as const;
 const SEED = flag("seed", 1);
@@ -70,4 +71,5 @@ const which = chosen.length === ALL.length ? "all" : chosen.join("+");
 const file = join(dir, `fuzz-http-${env.date.slice(0, 10)}-seed${SEED}-${which}-${REQUESTS}.json`);
 writeFileSync(file, `${JSON.stringify({ env, seed: SEED, requestsPerSurface: REQUESTS, concurrency: CONCURRENCY, reports }, null, 2)}\n`);
 process.stdout.write(`raw results: ${file}\n`);
+removeHeapProbeDirs();
 process.exitCode = reports.some((r) => r.findings.length > 0) ? 1 : 0;

@@ -3,7 +3,7 @@
  * the fuzzer bounds this, and reports RSS beside it, so a leak (sessions never freed) is a finding
  * and V8 keeping heap it no longer needs is not.
  */
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 
@@ -20,10 +20,19 @@ export interface Retained {
   readonly rssMiB: number;
 }
 
+const probeDirs = new Set<string>();
+
+/** Removes the folders the probes wrote into (a run, or a test, calls it when it is done). */
+export function removeHeapProbeDirs(): void {
+  for (const dir of probeDirs) rmSync(dir, { recursive: true, force: true });
+  probeDirs.clear();
+}
+
 /** The folder the children write into, and the environment that preloads the probe. */
 export function heapProbeEnv(root: string): { dir: string; env: Record<string, string> } {
   const probe = join(root, "bench", "fuzz", "heap-probe.cjs");
   const dir = mkdtempSync(join(os.tmpdir(), "effectgate-fuzz-heap-"));
+  probeDirs.add(dir);
   const options = [process.env.NODE_OPTIONS ?? "", `-r ${JSON.stringify(probe)}`].join(" ").trim();
   return { dir, env: { EFFECTGATE_FUZZ_HEAP_DIR: dir, NODE_OPTIONS: options } };
 }

@@ -11,7 +11,8 @@
  * its reproducer: they are expected, so the sample stays green and honest; any other finding
  * fails it. Remove an entry once its fix lands.
  */
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
+import { removeHeapProbeDirs } from "../../bench/fuzz/heap.js";
 import { fuzzHttpSurface, type Finding } from "../../bench/fuzz/run-http.js";
 import { fuzzStdio } from "../../bench/fuzz/run-stdio.js";
 import type { HttpSurfaceName } from "../../bench/fuzz/surfaces.js";
@@ -42,6 +43,7 @@ function unexpected(findings: readonly Finding[]): Finding[] {
 const HTTP: readonly HttpSurfaceName[] = ["middleware-node", "middleware-hono", "console", "receipts", "mcp-http"];
 
 describe("the hostile-request fuzzer's fixed sample (seed 24)", { timeout: TIMEOUT_MS }, () => {
+  afterAll(removeHeapProbeDirs);
   for (const surface of HTTP) {
     it(`${surface}: ${REQUESTS} hostile requests, no finding`, async () => {
       const report = await fuzzHttpSurface(surface, { seed: SEED, requests: REQUESTS, concurrency: 8, batch: 100 });
