@@ -9,9 +9,9 @@
 import type { CallRecord } from "../contracts/calls.js";
 import { inflightId, type Runtime } from "./runtime.js";
 
-/** Whether `record` is exactly what an unanswered claim of this gate would have written. */
-export function isOwnUnstartedClaim(record: CallRecord, owner: string): boolean {
-  return record.owner === owner && record.state === "in_progress" && record.version === 1 && record.attempts === 1;
+/** Whether `record` is exactly what an unanswered claim of this gate (or its unanswered take-over of it, at one of `versions`) would have written. */
+export function isOwnUnstartedClaim(record: CallRecord, owner: string, versions: readonly number[] = [1]): boolean {
+  return record.owner === owner && record.state === "in_progress" && versions.includes(record.version) && record.attempts === 1;
 }
 
 /**
@@ -40,17 +40,24 @@ export function markWritten(rt: Runtime, record: CallRecord): void {
  */
 export async function ownUnansweredClaim(rt: Runtime, tenant: string, key: string): Promise<{ record: CallRecord; confirmedAt: number } | undefined> {
   const id = inflightId({ tenant, key });
-  if (rt.known.get(id)?.kind !== "claim_unanswered") return undefined;
+  const known = rt.known.get(id);
+  if (known?.kind !== "claim_unanswered") return undefined;
   const record = await rt.calls.get(tenant, key);
   // Its tool ran under the claim (this very record), and the lost reply was a later claim's, which found it.
-  if (!record || !isOwnUnstartedClaim(record, rt.owner) || rt.startedUnwritten.has(id)) {
+  if (!record || !isOwnUnstartedClaim(record, rt.owner, known.versions) || rt.startedUnwritten.has(id)) {
     rt.known.delete(id);
     return undefined;
   }
   const confirmedAt = rt.time.monotonic();
-  // Forgotten only once the take-over has an answer: one that failed (the ledger unreachable) leaves the
-  // claim this gate's own, unstarted, for the next request to recognise again, not for a person.
-  const taken = await rt.calls.takeOver({ tenant, key, version: record.version, owner: rt.owner, leaseMs: rt.leaseMs, holderIsDead: true });
+  let taken: CallRecord | undefined;
+  try {
+    taken = await rt.calls.takeOver({ tenant, key, version: record.version, owner: rt.owner, leaseMs: rt.leaseMs, holderIsDead: true });
+  } catch (err) {
+    // Forgotten only once the take-over has an answer: one that failed (the ledger unreachable) leaves the claim this
+    // gate's own and unstarted, at its version or, had the take-over committed unanswered, the next (seed 24736).
+    rt.known.set(id, { kind: "claim_unanswered", versions: [record.version, record.version + 1] });
+    throw err;
+  }
   rt.known.delete(id);
   return taken && { record: taken, confirmedAt };
 }

@@ -71,8 +71,12 @@ export interface Closing {
 
 /** What this gate knows of a call that its ledger may not show (see known.ts). */
 export type Known =
-  /** The claim was sent but its reply lost: if the record is this gate's, unchanged, the tool never started. */
-  | { readonly kind: "claim_unanswered" }
+  /**
+   * The claim was sent but its reply lost: if the record is this gate's, unchanged, the tool never
+   * started. `versions`: what that record's version may be (default 1, the claim's; a take-over of
+   * it whose reply was lost too may have left the next one).
+   */
+  | { readonly kind: "claim_unanswered"; readonly versions?: readonly number[] }
   /** The outcome, and the answer the agent got; `record` is what the write compares against. */
   | { readonly kind: "outcome"; readonly record: CallRecord; readonly update: RecordUpdate; readonly block: ToolResultBlock };
 

@@ -215,6 +215,24 @@ describe("found by I9 (issue 12 defect 6's invariant)", () => {
   });
 });
 
+describe("found by memory seeds 1–30,000 on the widened explorer (2026-12-02)", () => {
+  // The gate's take-over of its own lost claim lost its reply too, and had committed: the record, at version 2, no
+  // longer looked like the claim, so the next request gave a call this gate knew never started to a person (I9).
+  it("seed 24736: a take-over of the gate's own lost claim whose reply is lost too is still the gate's own, unstarted", async () => {
+    const r = await explore({ ledger: "memory", seed: 24_736, schedules: 1, trace: true });
+    expect(r.violations, r.traces.get(24_736)?.join("\n")).toEqual([]);
+  });
+  // The world's own bookkeeping: a re-plan's send the downstream dropped when it was cancelled never applied, so a later
+  // send of the call is its first (seed 3938); and a re-plan a person settled "failed" before the call ran made that
+  // call its repeat, run again on the person's word (seed 29724). Each was an I2 the gate had not earned.
+  for (const seed of [3_938, 29_724]) {
+    it(`seed ${seed}: a send that never applied, or a re-run a person licensed, is not a second effect`, async () => {
+      const r = await explore({ ledger: "memory", seed, schedules: 1, trace: true });
+      expect(r.violations, r.traces.get(seed)?.join("\n")).toEqual([]);
+    });
+  }
+});
+
 describe("found by the proxied PostgreSQL part (5,000 schedules, 2026-12-02)", () => {
   const db = usePostgres();
   // A harmless-to-resend call timed out; its re-run could not be counted (the proxy cut the write), so the gate gave the

@@ -119,8 +119,8 @@ export function simulatedDownstream(world: World, rng: Rng, config: DownstreamCo
   const results = new Map<string, unknown>();
   const inflight = new Map<string, number>();
   const highestFence = new Map<string, number>();
-  /** Calls with a request sent that may have applied; and those sent again after one. */
-  const mayHaveApplied = new Set<string>();
+  /** Per call, the requests sent that may have applied (not dropped or refused before they landed); and the calls sent again after one. */
+  const mayHaveApplied = new Map<string, number>();
   const sentAfter = new Set<string>();
   let seq = 0;
   let requests = 0;
@@ -151,8 +151,8 @@ export function simulatedDownstream(world: World, rng: Rng, config: DownstreamCo
         if (config.enforcesFence) highestFence.set(key, Math.max(fence, highestFence.get(key) ?? 0));
         const scripted = config.script?.[requests++];
         const fate = scripted?.fate ?? (rng.chance(config.reject) ? "reject" : rng.chance(config.unavailable) ? "unavailable" : "apply");
-        if (mayHaveApplied.has(input.ref)) sentAfter.add(input.ref);
-        if (fate === "apply") mayHaveApplied.add(input.ref);
+        if ((mayHaveApplied.get(input.ref) ?? 0) > 0) sentAfter.add(input.ref);
+        if (fate === "apply") bump(mayHaveApplied, input.ref);
         const landIn = scripted?.landMs ?? rng.between(0, config.maxLandMs);
         const replyIn = scripted?.replyMs ?? rng.between(0, config.replyDelayMs);
         const drop = scripted?.dropReply ?? rng.chance(config.dropReply);
@@ -164,9 +164,12 @@ export function simulatedDownstream(world: World, rng: Rng, config: DownstreamCo
           else if (fate === "unavailable") reply = () => reject(httpError(503, `${config.name} is unavailable (injected 503; nothing applied)`));
           else if (cancelled && config.honoursCancel) {
             world.log(`${config.name}: request ${input.ref} cancelled before it landed, dropped`);
+            // It never applied: a later send of the call is not a second one (seed 3938).
+            bump(mayHaveApplied, input.ref, -1);
             return;
           } else if (config.enforcesFence && fence < (highestFence.get(key) ?? 0)) {
             world.log(`${config.name}: request ${input.ref} refused, fence ${fence} < ${highestFence.get(key) ?? 0}`);
+            bump(mayHaveApplied, input.ref, -1);
             reply = () => reject(httpError(409, `${config.name} refused a stale fence ${fence}`));
           } else {
             highestFence.set(key, Math.max(fence, highestFence.get(key) ?? 0));

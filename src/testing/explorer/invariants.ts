@@ -127,11 +127,20 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
     // Re-planned (same logical call under another id): whichever of the two runs first is the call, the other its repeat.
     const replanned = call.turn === undefined && evidence.calls.some((c) => c.turn === "replan" && c.ref === ref);
     const siblingRecorded = replanned && evidence.calls.some((c) => c.turn === "replan" && c.ref === ref && evidence.records.has(c.block.id));
-    const repeatOfReplan = replanned && (record
+    // A person settled the re-plan "failed" before this call first ran: the re-plan ran first, so this call is its repeat,
+    // run again on the person's word (seed 29724; a late reply that proves the person wrong is I8's to judge).
+    const firstRun = said.filter((a) => a.ranHere).reduce((at, a) => Math.min(at, a.at), Infinity);
+    const replanSettledFailedBefore = replanned && evidence.calls.some((c) => {
+      const verdict = c.turn === "replan" && c.ref === ref ? evidence.verdicts?.get(c.block.id) : undefined;
+      return verdict?.as === "failed" && verdict.at < firstRun;
+    });
+    const repeatOfReplan = replanned && (replanSettledFailedBefore || (record
       ? record.state === "failed" // refused as a repeat, or failed before a re-plan ran (the effect counted for both is the re-plan's)
-      : siblingRecorded || REPEATED.test(said.filter((a) => a.phase === "final").at(-1)?.content ?? ""));
+      : siblingRecorded || REPEATED.test(said.filter((a) => a.phase === "final").at(-1)?.content ?? "")));
 
     if (call.turn === "replan" || repeatOfReplan) {
+      // Its effects are counted with its sibling's, except when both are repeats of each other: the one run the person licensed, no more.
+      if (replanSettledFailedBefore && effects > 2) fail(protectedByProbe ? "I1" : "I2", `${ref} (${tool.name}) was applied ${effects} times downstream (one re-run on a person's "failed")`);
       // The same logical call as the one it re-plans (its effects are counted there): told the one result, or nothing ran.
       if (record && record.state !== "completed" && record.state !== "failed" && record.state !== "needs_human") {
         fail("I3", `${ref}'s ${call.turn === "replan" ? "re-plan" : "call"} ${call.block.id} ended ${record.state} (owner ${record.owner ?? "none"})`);
