@@ -25,7 +25,7 @@ import { probeUntilKnown, type LateRun } from "./probe-loop.js";
 import { contradicts, reportContradiction } from "./contradiction.js";
 import { record as write } from "./record.js";
 import { markStarted } from "./known.js";
-import { inProgressResult, needsHumanResult, type Call, type Runtime } from "./runtime.js";
+import { inflightId, inProgressResult, needsHumanResult, type Call, type Runtime } from "./runtime.js";
 
 /**
  * The caller holds the key's single flight (runtime.ts), so nothing else in this gate touches the
@@ -33,12 +33,12 @@ import { inProgressResult, needsHumanResult, type Call, type Runtime } from "./r
  * holder was sent. Never throws once the tool may have started.
  */
 export async function executeHeld(
-  rt: Runtime, call: Call, held: CallRecord, confirmedAt: number, options: { earlierSendMayLand?: boolean } = {},
+  rt: Runtime, call: Call, held: CallRecord, confirmedAt: number, options: ExecuteOptions = {},
 ): Promise<ToolResultBlock> {
   const lease = keepLease(rt, held, confirmedAt);
   const run: RunState = { started: false, record: held };
   try {
-    return await attempt(rt, call, run, lease, options.earlierSendMayLand === true);
+    return await attempt(rt, call, run, lease, options);
   } catch (err) {
     // A bug or a throwing hook: once the tool may have run, never "nothing was executed".
     if (!run.started) throw err;
@@ -53,6 +53,20 @@ export async function executeHeld(
   }
 }
 
+export interface ExecuteOptions {
+  /** A holder before this one may have sent a request that can still land. */
+  readonly earlierSendMayLand?: boolean;
+  /**
+   * No run of the call was ever started: `held` is this gate's own claim (or its take-over of its own
+   * unanswered claim). If the lease is lost before the tool starts, the gate remembers the record as its
+   * own unstarted claim, so its next request for the call takes it back and runs it, not a person (seed 39342).
+   */
+  readonly neverStarted?: boolean;
+}
+
+/** The options of a call this gate claimed itself: nothing of it was ever started. */
+export const NEVER_STARTED: ExecuteOptions = { neverStarted: true };
+
 interface RunState {
   /** Whether the tool was started (at least once) by this attempt. */
   started: boolean;
@@ -65,7 +79,7 @@ export type RunOutcome =
   | { readonly status: "error"; readonly error: unknown }
   | { readonly status: "timeout"; readonly late: LateRun; readonly controller: AbortController };
 
-async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeeper, earlierSendMayLand: boolean): Promise<ToolResultBlock> {
+async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeeper, options: ExecuteOptions): Promise<ToolResultBlock> {
   const policy = rt.policyFor(call.tool);
   const where = { tool: run.record.tool, key: run.record.key, toolUseId: call.toolUseId };
   let retries = 0;
@@ -73,12 +87,15 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
   // Whether an earlier send (of this attempt, or of a holder before this one) may still reach the
   // downstream: then a later send failing definitely (not sent, refused) says nothing about the
   // first, and the outcome stays unknown.
-  let sentUnknown = earlierSendMayLand;
+  let sentUnknown = options.earlierSendMayLand === true;
   for (;;) {
     lease.track(run.record);
     await rt.faults?.("after_claim", where);
     // Never start a run of the tool without the lease: another worker may hold the call now.
-    if (!lease.held()) return lostLease(rt, call, run.record, lease);
+    if (!lease.held()) {
+      if (!run.started && options.neverStarted === true) rt.known.set(inflightId(run.record), { kind: "claim_unanswered", versions: [run.record.version] });
+      return lostLease(rt, call, run.record, lease);
+    }
     rt.stats.executed++;
     if (call.note) call.note.executed = true;
     run.started = true;
@@ -158,7 +175,10 @@ async function attempt(rt: Runtime, call: Call, run: RunState, lease: LeaseKeepe
       if (again !== "rerun") return again;
       continue;
     }
-    if (!lease.held()) return lostLease(rt, call, run.record, lease);
+    if (!lease.held()) {
+      if (!run.started && options.neverStarted === true) rt.known.set(inflightId(run.record), { kind: "claim_unanswered", versions: [run.record.version] });
+      return lostLease(rt, call, run.record, lease);
+    }
     if (verdict.kind === "running") return park(rt, call, run.record, `${why}; ${verdict.reason}`);
     const reason = verdict.kind === "absent"
       ? reranAfterProbe ? "the probe said absent again after a re-run" : `the probe says absent, but the first run of the tool is still going here (it ignored the abort), so its request may still land`

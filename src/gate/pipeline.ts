@@ -19,7 +19,7 @@ import { errorResult, renderResult, resultBlock, type ToolResultBlock, type Tool
 import { classifyError, ToolTimeout } from "../core/outcome.js";
 import { backoffMs } from "../core/policies.js";
 import { sleepOn } from "../core/time.js";
-import { executeHeld, runWithTimeout } from "./execute.js";
+import { executeHeld, NEVER_STARTED, runWithTimeout } from "./execute.js";
 import { waitForHolder } from "./holder.js";
 import { resolveStale } from "./resolve.js";
 import { ownUnansweredClaim } from "./known.js";
@@ -69,7 +69,7 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
       const kept = await flushKept(rt, scope.tenant, key);
       if (kept) return mismatch(call, print, kept.record) ?? kept.block;
       const unanswered = await ownUnansweredClaim(rt, scope.tenant, key);
-      if (unanswered) return unanswered.record.fingerprint === print ? executeHeld(rt, call, unanswered.record, unanswered.confirmedAt) : answerExisting(rt, call, print, unanswered.record);
+      if (unanswered) return unanswered.record.fingerprint === print ? executeHeld(rt, call, unanswered.record, unanswered.confirmedAt, NEVER_STARTED) : answerExisting(rt, call, print, unanswered.record);
       const repeats = repeatPolicyOf(tool);
       const request = {
         tenant: scope.tenant, key, tool: tool.name, effect: tool.effect, task: scope.task, toolUseId: block.id,
@@ -101,7 +101,7 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
           // The kill switch is checked by the claim itself: one ledger write, no read. "Halted" is governed again in full below.
           const confirmedAt = rt.time.monotonic();
           const first = await claimed(() => claimUnlessHalted(request, killSwitch.agent));
-          if (first.claimed) return executeHeld(rt, call, first.record, confirmedAt);
+          if (first.claimed) return executeHeld(rt, call, first.record, confirmedAt, NEVER_STARTED);
           if (!("halted" in first)) return answerExisting(rt, call, print, first.record);
         }
         if (rt.governor.admitsByReadingOnly?.(governed) === true) {
@@ -123,7 +123,7 @@ export async function runCall(rt: Runtime, block: ToolUseBlock, scope: Scope, ov
       }
       const confirmedAt = rt.time.monotonic();
       const claim = await claimed(() => rt.calls.claim(request));
-      if (claim.claimed) return executeHeld(rt, call, claim.record, confirmedAt);
+      if (claim.claimed) return executeHeld(rt, call, claim.record, confirmedAt, NEVER_STARTED);
       return answerExisting(rt, call, print, claim.record);
     });
   } catch (err) {

@@ -6,7 +6,7 @@ import { validate } from "../core/standard-schema.js";
 import { messageOf } from "../core/errors.js";
 import type { CallRecord } from "../contracts/calls.js";
 import { isStaleHolder } from "./holder.js";
-import { executeHeld } from "./execute.js";
+import { executeHeld, NEVER_STARTED } from "./execute.js";
 import { ownUnansweredClaim } from "./known.js";
 import { flushKept } from "./record.js";
 import { resolveStale, type Resolution } from "./resolve.js";
@@ -72,7 +72,7 @@ export async function recover(rt: Runtime, options: { limit?: number } = {}): Pr
         // A claim of this gate whose reply was lost, unchanged: its tool never started, so it runs now, once.
         const own = await ownUnansweredClaim(rt, record.tenant, record.key);
         if (own) {
-          await executeHeld(rt, call, own.record, own.confirmedAt);
+          await executeHeld(rt, call, own.record, own.confirmedAt, NEVER_STARTED);
           return { resolution: "reexecuted" as const };
         }
         return resolveStale(rt, call, record, { probeRounds: 1 });

@@ -12,7 +12,7 @@ import { errorResult, renderResult, resultBlock, type ToolResultBlock } from "..
 import { collapsedPreamble, intentOf, repeatPolicyOf, type RepeatAction } from "../core/repeats.js";
 import { ledgerIdentity } from "../core/tool.js";
 import type { Answer, CallRecord, CallStore, ClaimRequest, ClaimResult, RepeatQuery, Repeated } from "../contracts/calls.js";
-import { executeHeld } from "./execute.js";
+import { executeHeld, NEVER_STARTED } from "./execute.js";
 import type { GovernedCall, Governor } from "./governor.js";
 import { noteApproval, type Call, type Runtime } from "./runtime.js";
 
@@ -76,7 +76,7 @@ export async function runUnlessRepeated(rt: Runtime, call: Call, c: RepeatableCa
     const claim: ClaimResult | Repeated = reasons
       ? await c.claimed(() => rt.calls.claim(request))
       : await c.claimed(() => store.claim(request, policy.windowMs));
-    if (claim.claimed) return executeHeld(rt, call, claim.record, confirmedAt);
+    if (claim.claimed) return executeHeld(rt, call, claim.record, confirmedAt, NEVER_STARTED);
     if (!("repeats" in claim)) return c.answerExisting(claim.record);
     // Another call with this input was claimed between the look and the claim: judge this one against it.
     earlier = claim.repeats;

@@ -233,6 +233,21 @@ describe("found by memory seeds 1–30,000 on the widened explorer (2026-12-02)"
   }
 });
 
+describe("found by memory seeds 30,001–60,000 (2026-12-03)", () => {
+  // Two requests for one call in one gate: the first took back its own lost claim, froze past the lease and started
+  // nothing; the second took the record (the gate's own take-over, never started) for a stranger's and gave it to a person (I9).
+  it("seed 39342: a claim whose lease ran out before its tool started stays the gate's own, and the next request runs it", async () => {
+    const r = await explore({ ledger: "memory", seed: 39_342, schedules: 1, trace: true });
+    expect(r.violations, r.traces.get(39_342)?.join("\n")).toEqual([]);
+  });
+  // The world's judgement: the first call, collapsed onto its re-plan that ran first, is the re-plan's repeat (its answer
+  // is the preamble and the one result); its effects are now counted with it.
+  it("seed 45718: a first call collapsed onto its re-plan is that re-plan's repeat", async () => {
+    const r = await explore({ ledger: "memory", seed: 45_718, schedules: 1, trace: true });
+    expect(r.violations, r.traces.get(45_718)?.join("\n")).toEqual([]);
+  });
+});
+
 describe("found by the proxied PostgreSQL part (5,000 schedules, 2026-12-02)", () => {
   const db = usePostgres();
   // A harmless-to-resend call timed out; its re-run could not be counted (the proxy cut the write), so the gate gave the

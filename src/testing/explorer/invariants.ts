@@ -98,6 +98,8 @@ const NOTHING_RAN = /nothing was executed/i;
 const NEEDS_HUMAN = /^EG_NEEDS_HUMAN\b/;
 /** Answers that end a call before it was ever claimed: a person (or the policy) refused it. */
 const REPEATED = /^EG_REPEATED_CALL\b/;
+/** A repeat answered with the earlier call's result (core/repeats.ts collapsedPreamble). */
+const COLLAPSED = /^\[effectgate: this \S+ call repeats call /;
 const REFUSED = /^EG_(KEY_TOO_LONG|INVALID_INPUT|APPROVAL_DENIED|APPROVAL_EXPIRED|AWAITING_APPROVAL|NOT_GRANTED|KILL_SWITCH|QUOTA_EXCEEDED|BREAKER_OPEN)\b/;
 
 /** The logical call a record's input names, when the input names one (the built-in downstreams' `ref`). */
@@ -134,13 +136,20 @@ export function checkInvariants(seed: number, evidence: Evidence): Violation[] {
       const verdict = c.turn === "replan" && c.ref === ref ? evidence.verdicts?.get(c.block.id) : undefined;
       return verdict?.as === "failed" && verdict.at < firstRun;
     });
-    const repeatOfReplan = replanned && (replanSettledFailedBefore || (record
+    const lastFinal = said.filter((a) => a.phase === "final").at(-1)?.content ?? "";
+    // Answered as a repeat of the re-plan, which ran first: refused, or collapsed onto its result (recorded so, seed 45718).
+    const answeredAsRepeat = REPEATED.test(lastFinal) || said.some((a) => COLLAPSED.test(a.content));
+    const repeatOfReplan = replanned && (replanSettledFailedBefore || answeredAsRepeat || (record
       ? record.state === "failed" // refused as a repeat, or failed before a re-plan ran (the effect counted for both is the re-plan's)
-      : siblingRecorded || REPEATED.test(said.filter((a) => a.phase === "final").at(-1)?.content ?? "")));
+      : siblingRecorded));
 
     if (call.turn === "replan" || repeatOfReplan) {
-      // Its effects are counted with its sibling's, except when both are repeats of each other: the one run the person licensed, no more.
-      if (replanSettledFailedBefore && effects > 2) fail(protectedByProbe ? "I1" : "I2", `${ref} (${tool.name}) was applied ${effects} times downstream (one re-run on a person's "failed")`);
+      // The logical call's effects are counted here when the first call is the repeat: once, and once more for each time
+      // a person said one of its calls failed (wrongly, maybe), which licenses a run again.
+      if (repeatOfReplan) {
+        const licensed = 1 + evidence.calls.filter((c) => c.ref === ref && evidence.verdicts?.get(c.block.id)?.as === "failed").length;
+        if (effects > licensed) fail(protectedByProbe ? "I1" : "I2", `${ref} (${tool.name}) was applied ${effects} times downstream (a re-plan and its repeat; ${licensed - 1} "failed" verdicts)`);
+      }
       // The same logical call as the one it re-plans (its effects are counted there): told the one result, or nothing ran.
       if (record && record.state !== "completed" && record.state !== "failed" && record.state !== "needs_human") {
         fail("I3", `${ref}'s ${call.turn === "replan" ? "re-plan" : "call"} ${call.block.id} ended ${record.state} (owner ${record.owner ?? "none"})`);
