@@ -248,6 +248,15 @@ describe("found by memory seeds 30,001–60,000 (2026-12-03)", () => {
   });
 });
 
+describe("found by the SQLite driver-fault part (seeds 4,030,001–4,033,000, 2026-12-03)", () => {
+  // The explorer's own settling: a later release's replay met a real SQLITE_BUSY and was not repeated, so a call whose
+  // id a later turn reused ended on "the ledger is unavailable" (I3). The release's replay is now repeated like the operator's.
+  it("seed 4030469: a release replay that meets a driver fault is repeated, not judged", async () => {
+    const r = await explore({ ledger: { sqlite: true, driverFaults: true }, seed: 4_030_469, schedules: 1, trace: true });
+    expect(r.violations, r.traces.get(4_030_469)?.join("\n")).toEqual([]);
+  });
+});
+
 describe("found by the proxied PostgreSQL part (5,000 schedules, 2026-12-02)", () => {
   const db = usePostgres();
   // A harmless-to-resend call timed out; its re-run could not be counted (the proxy cut the write), so the gate gave the
