@@ -187,7 +187,8 @@ async function killRun(seed: number, place: Place, downstream: HttpDownstream): 
     }
     if (record.state !== "completed" && record.state !== "failed" && record.state !== "needs_human") fail("I3", `${c.ref} ended ${record.state}`);
     if (record.state === "completed" && effects === 0) fail("I3", `${c.ref} is recorded completed but never happened`);
-    if (record.state === "failed" && effects > 0) fail("I4", `${c.ref} is recorded failed but happened`);
+    // The record's own error says how the gate came to "failed" (a probe, a refusal, an error it took for definite).
+    if (record.state === "failed" && effects > 0) fail("I4", `${c.ref} is recorded failed but happened (${(record.error ?? "no error recorded").slice(0, 240)})`);
     const expected = record.state === "completed" ? renderResult(record.result) : real === undefined ? undefined : renderResult(real as Json);
     if (record.state === "completed" && real !== undefined && expected !== renderResult(real as Json)) fail("I5", `${c.ref}: the record's result is not the downstream's`);
     const answers = [...child.answers.filter((a) => a.tool_use_id === c.id), replay[i]!];
