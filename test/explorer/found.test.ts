@@ -266,4 +266,10 @@ describe("found by the proxied PostgreSQL part (5,000 schedules, 2026-12-02)", (
     const r = await explore({ ledger: { postgres: db.url, proxy: true }, seed: 3_503_641, schedules: 1, trace: true });
     expect(r.violations, r.traces.get(3_503_641)?.join("\n")).toEqual([]);
   });
+  // The world's bookkeeping (the full count of 2026-12-03): a person's settle whose reply the proxy dropped after COMMIT
+  // was taken for one refused, so their (wrong) "completed" for a call that never ran was judged as the gate's (I3).
+  it("seed 3101633: a person's settle that committed with its reply lost is still their verdict", async () => {
+    const r = await explore({ ledger: { postgres: db.url, proxy: true }, seed: 3_101_633, schedules: 1, trace: true });
+    expect(r.violations, r.traces.get(3_101_633)?.join("\n")).toEqual([]);
+  });
 });

@@ -78,6 +78,7 @@ const STALL_STREAM = 0x1b873593;
 const LONG_ID_STREAM = 0x27d4eb2f;
 /** Mixed into the seed for the person who settles calls given to a human (their own stream). */
 const PERSON_STREAM = 0x7feb352d;
+const PERSON = "explorer-person";
 
 const ASK_AGAIN = /^(EG_IN_PROGRESS|EG_LEDGER_UNAVAILABLE|EG_AWAITING_APPROVAL)\b/;
 
@@ -108,6 +109,8 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
   /** The highest attempt started per key. */
   const lastRun = new Map<string, number>();
   const verdicts = new Map<string, PersonVerdict>();
+  // A settle that failed may still have committed (its reply lost below the store): the final record tells.
+  const unanswered = new Map<string, PersonVerdict>();
   const alerts: { readonly code: string; readonly key: string | undefined }[] = [];
   /**
    * Per worker and key: that worker's claim made the record, its reply was lost, and nobody has
@@ -341,10 +344,11 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
         const right = personRng.chance(0.75);
         const as: PersonVerdict["as"] = applied === right ? "completed" : "failed";
         const resolution = as === "completed"
-          ? { completedWith: (applied ? call.system.resultOf(call.ref) : { id: "confirmed-by-person", ref: call.ref }) as Json, by: "explorer-person" }
-          : { failed: "the downstream shows no such request", by: "explorer-person" };
+          ? { completedWith: (applied ? call.system.resultOf(call.ref) : { id: "confirmed-by-person", ref: call.ref }) as Json, by: PERSON }
+          : { failed: "the downstream shows no such request", by: PERSON };
         const settled = await world.track(resolveCall(base, scope.tenant, record.key, resolution)).then(() => true, () => false);
         if (settled) verdicts.set(record.key, { as, at: world.now });
+        else unanswered.set(record.key, { as, at: world.now });
         world.log(`person settled ${record.key} as ${as} (${right ? "right" : "wrong"}, ${settled ? "recorded" : "it had moved"})`);
       }
     }
@@ -402,6 +406,10 @@ export async function runSchedule(seed: number, options: ScheduleOptions): Promi
     await operator.gate.drain();
     for (const w of [...live, operator, ...(release ? [release] : [])]) await w.gate.close();
     records = await world.track(base.calls.list({ tenant: scope.tenant, limit: 1000 }));
+    for (const r of records) {
+      const tried = unanswered.get(r.key);
+      if (tried && !verdicts.has(r.key) && r.state === tried.as && r.error?.includes(`settled by a person (${PERSON})`)) verdicts.set(r.key, tried);
+    }
     for (const [key] of verdicts) {
       const found = await world.track(base.reconcile?.listFindings({ tenant: scope.tenant, key, limit: 100 }) ?? Promise.resolve([]));
       if (found.some((f) => f.source === "late_reply")) foundLate.add(key);
