@@ -11,12 +11,12 @@ import Database from "better-sqlite3";
 import { readFileSync } from "node:fs";
 import { mutate, serialize, type Draft } from "./generate.js";
 import { Rng } from "./rng.js";
-import { heapProbe, is2xx, startSurface, type HttpSurfaceName, type RunningSurface } from "./surfaces.js";
+import { heapProbe, is2xx, startSurface, type HttpSurfaceName, type RunningSurface, type SessionCheck } from "./surfaces.js";
 import { exchange, type Exchange } from "./wire.js";
 
 export type FindingKind =
   | "5xx" | "crash" | "hang" | "keepalive-dead" | "unauthenticated" | "not-answering" | "rss"
-  | "duplicate-effect" | "quick_check" | "error-log" | "exit-code";
+  | "duplicate-effect" | "quick_check" | "error-log" | "exit-code" | "session-leak";
 
 export interface Finding {
   readonly surface: string;
@@ -45,8 +45,17 @@ export interface SurfaceReport {
   readonly effects?: { readonly handled: number; readonly keys: number; readonly max: number };
   readonly quickCheck: string;
   readonly restarts: number;
+  /** The MCP listener's sessions at the end (SessionCheck), and how many session objects live beyond those it holds. */
+  readonly sessions?: SessionCheck & { readonly leaked: number | undefined };
   readonly findings: readonly Finding[];
 }
+
+/**
+ * Session transports that may live beyond the sessions the fuzzer knows the listener holds: a
+ * session opened by a request whose answer the fuzzer left unread (sent and left after 5 ms) is
+ * held, its id unknown here. A transport per refused initialize (F10) passes this within a few hundred requests.
+ */
+const SESSION_SLACK = 4;
 
 export interface FuzzOptions {
   readonly seed: number;
@@ -156,6 +165,7 @@ function judge(job: Job, result: Exchange, surface: RunningSurface, findings: Fi
   statuses[first ? String(first.status) : result.hung ? "hung" : result.refused ? "refused" : "closed"] =
     (statuses[first ? String(first.status) : result.hung ? "hung" : result.refused ? "refused" : "closed"] ?? 0) + 1;
   for (const [i, response] of result.responses.entries()) {
+    surface.observe?.(response);
     if (response.status >= 500 && !surface.allowed5xx(response)) {
       findings.add("5xx", `${response.status}|${response.body.toString("utf8").slice(0, 100)}`,
         `${response.status} for a client's request (${i === 0 ? signature : "the good request after one"}): ${response.body.toString("utf8").slice(0, 300)}`, job.requests[i]);
@@ -268,6 +278,18 @@ export async function fuzzHttpSurface(name: HttpSurfaceName, options: FuzzOption
   else if (retainedEnd.retainedMiB > retainedStart.retainedMiB + RETAINED_GROWTH_MIB) {
     findings.add("rss", "retained", `${retainedEnd.retainedMiB} MiB retained after a forced GC at the end (heap ${retainedEnd.heapUsedMiB}, external ${retainedEnd.externalMiB}), more than ${RETAINED_GROWTH_MIB} MiB over the ${retainedStart.retainedMiB} MiB after the first batch: memory that is not given back (RSS ${rssEnd} MiB)`);
   }
+  // Per session (the MCP listener): every session object alive is one the listener still holds.
+  let sessions: SurfaceReport["sessions"];
+  if (surface.sessionCheck) {
+    const check = await surface.sessionCheck();
+    const leaked = check.transports === undefined ? undefined : check.transports - check.held;
+    sessions = { ...check, leaked };
+    progress(`${name}: sessions opened ${check.opened}, held at the end ${check.held}, live session transports ${check.transports ?? "?"}, MCP servers ${check.servers ?? "?"}`);
+    if (leaked === undefined) findings.add("session-leak", "probe", "the heap probe did not count the session objects");
+    else if (leaked > SESSION_SLACK) {
+      findings.add("session-leak", "transports", `${check.transports} session transports live after a forced GC, ${leaked} more than the ${check.held} sessions the listener still holds (of ${check.opened} it opened): sessions it no longer holds are kept`);
+    }
+  }
   const errorLines = surface.errorLines();
   for (const line of errorLines) findings.add("error-log", line.slice(0, 80), `logged: ${line.slice(0, 300)}`);
   const exit = await surface.stop();
@@ -281,7 +303,7 @@ export async function fuzzHttpSurface(name: HttpSurfaceName, options: FuzzOption
     surface: name, seed: options.seed, requests: sent, ms: Date.now() - started, statuses, families,
     rssStartMiB: rssStart, rssPeakMiB: rssPeak, rssEndMiB: rssEnd, rssBoundMiB: Math.round((rssStart + growth) * 10) / 10,
     ...(retainedStart && retainedEnd ? { retained: { startMiB: retainedStart.retainedMiB, endMiB: retainedEnd.retainedMiB, boundMiB: Math.round((retainedStart.retainedMiB + RETAINED_GROWTH_MIB) * 10) / 10, end: retainedEnd } } : {}),
-    ...(effects ? { effects } : {}), quickCheck: checks.join(", "), restarts, findings: findings.list,
+    ...(effects ? { effects } : {}), ...(sessions ? { sessions } : {}), quickCheck: checks.join(", "), restarts, findings: findings.list,
   };
 }
 
