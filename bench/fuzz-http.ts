@@ -58,7 +58,9 @@ for (const name of chosen) {
     String(report.requests), (report.ms / 1000).toFixed(1), String(report.findings.length),
     `${report.rssStartMiB} / ${report.rssPeakMiB} / ${report.rssEndMiB}`, String(report.rssBoundMiB),
     report.retained ? `${report.retained.startMiB} / ${report.retained.endMiB} (${report.retained.boundMiB})` : "-", report.quickCheck, String(report.restarts),
-  ]])}\nanswers: ${top}\n${report.effects ? `effects: ${report.effects.handled} handler runs, ${report.effects.keys} keys, at most ${report.effects.max} per key\n` : ""}`);
+  ]])}\nanswers: ${top}\n${report.effects ? `effects: ${report.effects.handled} handler runs, ${report.effects.keys} keys, at most ${report.effects.max} per key\n` : ""}${
+    report.sessions ? `sessions: ${report.sessions.opened} opened, ${report.sessions.held} held at the end, ${report.sessions.transports ?? "?"} session transports and ${report.sessions.servers ?? "?"} MCP servers live after a GC (${report.sessions.leaked ?? "?"} beyond those held)\n` : ""}`);
+  for (const line of report.rssOverCapCollected ?? []) process.stdout.write(`  over the RSS cap until a forced GC (not a finding): ${line}\n`);
   for (const f of report.findings) {
     process.stdout.write(`  FINDING ${f.kind} ×${f.count}: ${f.detail}\n${f.request === undefined ? "" : `    request (${f.requestBytes} bytes): ${JSON.stringify(f.request)}\n`}`);
   }

@@ -17,6 +17,9 @@ export {
 export { classifyTool, type ToolAnnotations, type ToolClass } from "./mcp/classify.js";
 export { META_FENCE, META_KEY } from "./mcp/gated-tools.js";
 export { listenHttp, type ListenOptions, type Listening } from "./mcp/http.js";
-export { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS, MAX_HTTP_BODY_BYTES, MAX_STDIO_MESSAGE_BYTES } from "./mcp/limits.js";
+export {
+  DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS, DEFAULT_UPSTREAM_MAX_MESSAGE_BYTES, DEFAULT_UPSTREAM_MAX_QUEUED_BYTES, DEFAULT_UPSTREAM_STALL_MS,
+  MAX_HTTP_BODY_BYTES, MAX_STDIO_MESSAGE_BYTES,
+} from "./mcp/limits.js";
 export { defaultUpstreamId } from "./mcp/keys.js";
 export { BoundedStdioServerTransport, type BoundedStdioOptions } from "./mcp/stdio.js";

@@ -18,6 +18,8 @@ export interface Retained {
   readonly externalMiB: number;
   readonly arrayBuffersMiB: number;
   readonly rssMiB: number;
+  /** Live instances of the classes named with `countClasses` (heap-probe.cjs), after the GC. */
+  readonly counts?: Readonly<Record<string, number>>;
 }
 
 const probeDirs = new Set<string>();
@@ -37,6 +39,15 @@ export function heapProbeEnv(root: string): { dir: string; env: Record<string, s
   return { dir, env: { EFFECTGATE_FUZZ_HEAP_DIR: dir, NODE_OPTIONS: options } };
 }
 
+/**
+ * The environment that makes a probed child count the live instances of classes after its GC:
+ * `{ name: [module specifier, export] }`, each specifier resolved here to the file the child loads.
+ */
+export function countClasses(classes: Readonly<Record<string, readonly [string, string]>>): Record<string, string> {
+  const resolved = Object.fromEntries(Object.entries(classes).map(([name, [specifier, exported]]) => [name, [import.meta.resolve(specifier), exported]]));
+  return { EFFECTGATE_FUZZ_COUNT: JSON.stringify(resolved) };
+}
+
 const round = (bytes: number) => Math.round((bytes / MIB) * 10) / 10;
 
 /** Asks `pid` for a forced GC and its memory; undefined when it did not answer within 15 s (or is gone). */
@@ -51,9 +62,12 @@ export async function retained(pid: number, dir: string): Promise<Retained | und
   for (let waited = 0; waited < 15_000; waited += 50) {
     await new Promise((resolve) => setTimeout(resolve, 50));
     if (!existsSync(file)) continue;
-    const m = JSON.parse(readFileSync(file, "utf8")) as { n: number; rss: number; heapUsed: number; external: number; arrayBuffers: number };
+    const m = JSON.parse(readFileSync(file, "utf8")) as { n: number; rss: number; heapUsed: number; external: number; arrayBuffers: number; counts?: Record<string, number> };
     if (m.n > before) {
-      return { retainedMiB: round(m.heapUsed + m.external), heapUsedMiB: round(m.heapUsed), externalMiB: round(m.external), arrayBuffersMiB: round(m.arrayBuffers), rssMiB: round(m.rss) };
+      return {
+        retainedMiB: round(m.heapUsed + m.external), heapUsedMiB: round(m.heapUsed), externalMiB: round(m.external), arrayBuffersMiB: round(m.arrayBuffers), rssMiB: round(m.rss),
+        ...(m.counts && Object.keys(m.counts).length > 0 ? { counts: m.counts } : {}),
+      };
     }
   }
   return undefined;

@@ -14,7 +14,7 @@ import os from "node:os";
 import { join } from "node:path";
 import { heapProbeEnv, retained, RETAINED_GROWTH_MIB, settledRetained, type Retained } from "./heap.js";
 import { Rng } from "./rng.js";
-import { quickCheck, RSS_CAP_MIB, rssMiB, type Finding, type FindingKind, type SurfaceReport } from "./run-http.js";
+import { overRssCap, quickCheck, RSS_CAP_MIB, rssMiB, type Finding, type FindingKind, type SurfaceReport } from "./run-http.js";
 import { CLI, ROOT, watchChild } from "./surfaces.js";
 
 const UPSTREAM = join(ROOT, "test", "mcp", "fixtures", "upstream.mjs");
@@ -206,6 +206,7 @@ export async function fuzzStdio(options: StdioOptions): Promise<SurfaceReport> {
   let retainedStart: Retained | undefined;
   let lastReport = Date.now();
   const bursts: string[] = [];
+  const overCapCollected: string[] = [];
 
   while (sent < options.requests) {
     const batch: { family: string; line: Buffer; id?: string }[] = [];
@@ -254,7 +255,11 @@ export async function fuzzStdio(options: StdioOptions): Promise<SurfaceReport> {
       retainedStart = await retained(child.pid!, gateway.heapDir);
     }
     rssPeak = Math.max(rssPeak, rss);
-    if (rss > RSS_CAP_MIB) add("rss", "cap", `RSS ${rss} MiB after a batch, over the ${RSS_CAP_MIB} MiB cap`);
+    if (rss > RSS_CAP_MIB) {
+      const overCap = await overRssCap(child.pid!, rss, gateway.heapDir);
+      if (overCap.finding) add("rss", "cap", overCap.detail);
+      else overCapCollected.push(overCap.detail);
+    }
     if (Date.now() - lastReport > 5_000 || sent >= options.requests) {
       lastReport = Date.now();
       progress(`mcp-stdio: ${sent}/${options.requests} lines, RSS ${rss} MiB, ${list.length} findings`);
@@ -295,5 +300,6 @@ export async function fuzzStdio(options: StdioOptions): Promise<SurfaceReport> {
     rssStartMiB: rssStart, rssPeakMiB: rssPeak, rssEndMiB: rssEnd, rssBoundMiB: Math.round((rssStart + growth) * 10) / 10,
     ...(retainedStart && retainedEnd ? { retained: { startMiB: retainedStart.retainedMiB, endMiB: retainedEnd.retainedMiB, boundMiB: Math.round((retainedStart.retainedMiB + RETAINED_GROWTH_MIB) * 10) / 10, end: retainedEnd } } : {}),
     effects: { handled: bursts.length, keys: ids, max: maxPerId }, quickCheck: checks.join(", "), restarts, findings: list,
+    ...(overCapCollected.length > 0 ? { rssOverCapCollected: overCapCollected } : {}),
   };
 }

@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { requestTargetUrl } from "../../src/core/local-server.js";
 import { signReceipt } from "../../src/root/receipts-endpoint.js";
 import { draft, type Draft, type SurfaceShape } from "./generate.js";
-import { heapProbeEnv } from "./heap.js";
+import { countClasses, heapProbeEnv, retained } from "./heap.js";
 import type { Rng } from "./rng.js";
 import { exchange, type WireResponse } from "./wire.js";
 
@@ -86,6 +86,20 @@ export interface RunningSurface {
   stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Removes the temporary folder (after the ledger was checked). */
   cleanup(): void;
+  /** Sees every answer the fuzzer read (the MCP listener: the session ids it handed out). */
+  observe?(response: WireResponse): void;
+  /** The MCP listener, at the end: the sessions it handed out, how many it still holds, and how many session objects live. */
+  sessionCheck?(): Promise<SessionCheck>;
+}
+
+export interface SessionCheck {
+  /** Session ids the listener handed out (an answered initialize). */
+  readonly opened: number;
+  /** Of those, the ones it still holds (a ping in the session answered 200). */
+  readonly held: number;
+  /** Live session transports and MCP servers in the listener after a forced GC (heap-probe.cjs); undefined when the probe did not answer. */
+  readonly transports: number | undefined;
+  readonly servers: number | undefined;
 }
 
 const TOKEN = "fuzz-token-4f1c2b9e7d30a5";
@@ -279,11 +293,16 @@ function receiptsSurface(watched: Child, port: number, dir: string, db: string):
 }
 
 const MCP_ACCEPT: [string, string] = ["Accept", "application/json, text/event-stream"];
+/** What an MCP session is made of in the listener: counted live after a GC, so a session object the listener no longer holds is seen (F10). */
+const MCP_SESSION_CLASSES = countClasses({
+  transports: ["@modelcontextprotocol/sdk/server/streamableHttp.js", "StreamableHTTPServerTransport"],
+  servers: ["@modelcontextprotocol/sdk/server/index.js", "Server"],
+});
 
 async function mcpHttpSurface(dir: string, db: string): Promise<RunningSurface> {
   const effectsFile = join(dir, "effects.jsonl");
   const child = spawn(process.execPath, [CLI, "mcp", "--listen", "127.0.0.1:0", "--token", TOKEN, "--db", db, "--", process.execPath, UPSTREAM], {
-    cwd: dir, env: { ...process.env, UPSTREAM_EFFECTS: effectsFile, ...heapProbe().env }, stdio: ["ignore", "ignore", "pipe"],
+    cwd: dir, env: { ...process.env, UPSTREAM_EFFECTS: effectsFile, ...heapProbe().env, ...MCP_SESSION_CLASSES }, stdio: ["ignore", "ignore", "pipe"],
   });
   const watched = watch(child);
   const url = await new Promise<string>((resolve, reject) => {
@@ -304,6 +323,8 @@ async function mcpHttpSurface(dir: string, db: string): Promise<RunningSurface> 
   const host = `127.0.0.1:${port}`;
   const auth: [string, string] = ["Authorization", `Bearer ${TOKEN}`];
   let session = "";
+  /** Every session id the listener handed out to the fuzzer. */
+  const opened = new Set<string>();
   let rpcId = 0;
   const rpc = (method: string, params?: object, id: number | null = ++rpcId) =>
     JSON.stringify({ jsonrpc: "2.0", ...(id === null ? {} : { id }), method, ...(params === undefined ? {} : { params }) });
@@ -318,6 +339,7 @@ async function mcpHttpSurface(dir: string, db: string): Promise<RunningSurface> 
     const id = response?.headers["mcp-session-id"];
     if (!response || response.status !== 200 || !id) return `initialize answered ${response?.status ?? (result.hung ? "nothing" : "a close")}`;
     session = id;
+    opened.add(id);
     const note = await exchange(Number(port), { requests: [serializeGood(draft("POST", path, headers(true), rpc("notifications/initialized", undefined, null)))], complete: true, hangMs: 15_000 });
     return note.responses[0]?.status === 202 ? undefined : `notifications/initialized answered ${note.responses[0]?.status ?? "nothing"}`;
   }
@@ -358,6 +380,20 @@ async function mcpHttpSurface(dir: string, db: string): Promise<RunningSurface> 
     exited: () => watched.exitState,
     stop: () => stopChild(watched),
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
+    observe(response) {
+      const id = response.headers["mcp-session-id"];
+      if (response.status === 200 && id) opened.add(id);
+    },
+    async sessionCheck() {
+      let held = 0;
+      for (const id of opened) {
+        const ping = serializeGood(draft("POST", path, [["Host", host], auth, ["Content-Type", "application/json"], MCP_ACCEPT, ["Mcp-Session-Id", id]], rpc("ping")));
+        const result = await exchange(Number(port), { requests: [ping], complete: true, hangMs: 15_000, sseData: true });
+        if (result.responses[0]?.status === 200) held++;
+      }
+      const counts = (await retained(child.pid!, heapProbe().dir))?.counts;
+      return { opened: opened.size, held, transports: counts?.transports, servers: counts?.servers };
+    },
   };
 }
 

@@ -55,6 +55,18 @@ const upstream = z.union([
   z.strictObject({ url: z.url({ error: "must be an http(s) URL" }), headers: z.record(z.string(), z.string()).optional() }),
 ], { error: "must be { command, args? } or { url, headers? }" });
 
+const bytes = z.number({ error: "must be a number of bytes" }).int({ error: "must be a whole number of bytes" }).positive({ error: "must be greater than 0" });
+
+/** What the gateway writes to a stdio upstream (src/mcp/upstream-queue.ts, docs/mcp.md "Limits"). */
+const upstreamLimits = z.strictObject({
+  /** The largest message written to the upstream (default 10 MiB − 64 KiB): a larger call is refused, not sent. */
+  maxMessageBytes: bytes.optional(),
+  /** The most bytes waiting for the upstream to read (default 16 MiB): a call past it is refused, not sent. */
+  maxQueuedBytes: bytes.optional(),
+  /** An upstream that read nothing of a waiting write for this long (default 30 s) is closed and started again. */
+  stallMs: positiveMillis.optional(),
+});
+
 const configSchema = z.strictObject({
   $schema: z.string().optional(),
   /** Ledger records are kept per tenant. */
@@ -78,11 +90,13 @@ const configSchema = z.strictObject({
   policy: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
   tools: z.record(z.string(), toolConfig).optional(),
   upstream: upstream.optional(),
+  upstreamLimits: upstreamLimits.optional(),
 });
 
 export type ProbeConfig = z.infer<typeof probe>;
 export type ToolConfig = z.infer<typeof toolConfig>;
 export type UpstreamConfig = z.infer<typeof upstream>;
+export type UpstreamLimitsConfig = z.infer<typeof upstreamLimits>;
 export type McpConfig = z.infer<typeof configSchema>;
 
 /** Checks a config object; `source` names it in errors. Relative policy paths resolve against `baseDir`. */

@@ -73,6 +73,8 @@ export interface McpGateway {
   connectHost(transport: Transport, options?: { readonly transportErrors?: "log" | "quiet" }): Promise<Server>;
   /** The scope every call is recorded under. */
   readonly scope: Scope;
+  /** Host connections served now (connectHost until the connection closes): an HTTP listener's open sessions, or the one stdio host. */
+  hostCount(): number;
   close(): Promise<void>;
 }
 
@@ -194,6 +196,7 @@ export function createMcpGateway(options: McpGatewayOptions): McpGateway {
 
   return {
     scope,
+    hostCount: () => hosts.size,
     async start() {
       current = await buildSet();
       const summary = await current.gate.runner.recover();

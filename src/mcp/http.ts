@@ -95,7 +95,13 @@ export async function listenHttp(gateway: McpGateway, options: ListenOptions, lo
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
     await gateway.connectHost(transport, { transportErrors: "quiet" });
-    await transport.handleRequest(req, res, body);
+    try {
+      await transport.handleRequest(req, res, body);
+    } finally {
+      // The transport refused the initialize (a 4xx: a wrong Accept or Content-Type): no session began, so nothing
+      // would ever close it, and the gateway would keep it as a host for good (F10).
+      if (transport.sessionId === undefined) await transport.close().catch(() => undefined);
+    }
   }
 
   const server: HttpServer = createServer((req, res) => {

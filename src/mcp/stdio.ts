@@ -118,9 +118,10 @@ export class BoundedStdioServerTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
+    // Resolved by the write's own callback, not a 'drain' listener per write: a host slow to read its
+    // answers would otherwise add one listener per answer (MaxListenersExceededWarning, F8).
     return new Promise((resolve) => {
-      if (this.stdout.write(`${JSON.stringify(message)}\n`)) resolve();
-      else this.stdout.once("drain", resolve);
+      if (this.stdout.write(`${JSON.stringify(message)}\n`, () => resolve())) resolve();
     });
   }
 

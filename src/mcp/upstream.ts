@@ -5,20 +5,24 @@
  *
  * What a failed request says about the effect (read by the gate's classifyError):
  * - the upstream is down and could not be started: not sent (UpstreamDown, nothing happened);
+ * - a stdio upstream's call refused before any of it was written (over upstreamLimits, or still
+ *   queued when the upstream went): not sent (UpstreamDown); one whose writing had started: unknown;
  * - a JSON-RPC "invalid params", "method not found", "invalid request" or "parse error": the
  *   upstream refused it (ToolRejected, nothing happened);
  * - the connection closed mid-call (a crash), no answer, an internal error, or an answer that is
  *   not a tool result (garbage): unknown (OutcomeUnknown): the gate probes, never blind-retries.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { CallToolResultSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { messageOf } from "../core/errors.js";
 import { OutcomeUnknown, ToolRejected } from "../core/outcome.js";
-import type { UpstreamConfig } from "./config.js";
+import type { UpstreamConfig, UpstreamLimitsConfig } from "./config.js";
 import { defaultUpstreamId } from "./keys.js";
+import { DEFAULT_UPSTREAM_MAX_MESSAGE_BYTES, DEFAULT_UPSTREAM_MAX_QUEUED_BYTES, DEFAULT_UPSTREAM_STALL_MS } from "./limits.js";
+import { MaybeSent, NotSent } from "./upstream-queue.js";
+import { BoundedStdioClientTransport } from "./upstream-stdio.js";
 
 /** The upstream could not be reached, so the request was never sent. `code` is one classifyError reads as "not sent". */
 export class UpstreamDown extends Error {
@@ -51,13 +55,18 @@ const REFUSED = new Set<number>([ErrorCode.InvalidParams, ErrorCode.MethodNotFou
 const CONNECTION_CLOSED: number = ErrorCode.ConnectionClosed;
 const REQUEST_TIMEOUT: number = ErrorCode.RequestTimeout;
 
-export function connectUpstream(config: UpstreamConfig, options: { clientName: string; version: string; log: (line: string) => void }): Upstream {
+export function connectUpstream(config: UpstreamConfig, options: { clientName: string; version: string; log: (line: string) => void; limits?: UpstreamLimitsConfig }): Upstream {
   const describe = "url" in config ? config.url : [config.command, ...(config.args ?? [])].join(" ");
   let client: Client | undefined;
   let connecting: Promise<Client> | undefined;
   let lastTrouble: string | undefined;
   const listeners: (() => void)[] = [];
   let closed = false;
+  const limits = {
+    maxMessageBytes: options.limits?.maxMessageBytes ?? DEFAULT_UPSTREAM_MAX_MESSAGE_BYTES,
+    maxQueuedBytes: options.limits?.maxQueuedBytes ?? DEFAULT_UPSTREAM_MAX_QUEUED_BYTES,
+    stallMs: options.limits?.stallMs ?? DEFAULT_UPSTREAM_STALL_MS,
+  };
 
   function transport(): Transport {
     if ("url" in config) {
@@ -66,8 +75,9 @@ export function connectUpstream(config: UpstreamConfig, options: { clientName: s
     // The upstream sees the gateway's whole environment (the host configured it for the server), plus the config's.
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-    return new StdioClientTransport({
-      command: config.command, args: config.args ?? [], env: { ...env, ...config.env }, ...(config.cwd ? { cwd: config.cwd } : {}), stderr: "inherit",
+    // Its stdin bounded (upstream-queue.ts): an upstream that stops reading is refused calls, then closed, never queued to without end.
+    return new BoundedStdioClientTransport({
+      command: config.command, args: config.args ?? [], env: { ...env, ...config.env }, ...(config.cwd ? { cwd: config.cwd } : {}), limits, log: options.log,
     });
   }
 
@@ -130,6 +140,13 @@ export function connectUpstream(config: UpstreamConfig, options: { clientName: s
         );
       } catch (err) {
         if (call.signal?.aborted) throw err; // the gate gave up (its timeout or a lost lease): it knows what that means
+        // The stdio transport's own answer for a request it did not write (the NotSent in `data`: no upstream can send that).
+        if (err instanceof McpError && err.data instanceof NotSent) {
+          throw new UpstreamDown(`${call.name} was NOT sent to the upstream ${describe}: ${err.data.message}. Nothing of it reached the upstream`, { cause: err.data });
+        }
+        if (err instanceof MaybeSent) {
+          throw new OutcomeUnknown(`the upstream ${describe} went while ${call.name} was being written to it (${err.message})${trouble()}`, { cause: err });
+        }
         if (err instanceof McpError && REFUSED.has(err.code)) {
           throw new ToolRejected(`the upstream refused the call: ${err.message}`, { cause: err });
         }

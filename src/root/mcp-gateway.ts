@@ -36,7 +36,9 @@ export function mcpGateway(options: McpGatewayOptions): McpGateway {
   }
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const version = options.version ?? "0.1.0";
-  const upstream = connectUpstream(upstreamConfig, { clientName: "effectgate-mcp-gateway", version, log });
+  const upstream = connectUpstream(upstreamConfig, {
+    clientName: "effectgate-mcp-gateway", version, log, ...(config.upstreamLimits === undefined ? {} : { limits: config.upstreamLimits }),
+  });
   const policy = config.policy as Policy | string | undefined;
   return createMcpGateway({
     config, upstream, calls: ledger.calls, version, log,

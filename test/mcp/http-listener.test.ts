@@ -119,6 +119,27 @@ describe("MCP HTTP sessions are freed (issue 24 #2)", () => {
   });
 });
 
+describe("a refused initialize leaves nothing behind (F10)", () => {
+  it("initializes the transport refuses (wrong Accept, wrong Content-Type, a second initialize in a batch) keep no session object", async () => {
+    const { listening, port } = await listener();
+    const gateway = open.at(-1)!.gateway;
+    const refusals: Raw[] = [];
+    for (let i = 0; i < 10; i++) {
+      refusals.push(await raw(port, { headers: { ...JSON_HEADERS, accept: "application/json" }, body: INIT }));
+      refusals.push(await raw(port, { headers: { ...JSON_HEADERS, "content-type": "text/plain" }, body: INIT }));
+      refusals.push(await raw(port, { headers: JSON_HEADERS, body: `[${INIT},${INIT}]` }));
+    }
+    expect(new Set(refusals.map((r) => r.status))).toEqual(new Set([406, 415, 400]));
+    expect(listening.sessions()).toEqual([]);
+    // Each was connected to the gateway as a host before the transport refused it: it must be closed, not kept.
+    expect(gateway.hostCount()).toBe(0);
+    const ok = await raw(port, { headers: JSON_HEADERS, body: INIT });
+    expect(ok.status).toBe(200);
+    expect(listening.sessions()).toHaveLength(1);
+    expect(gateway.hostCount()).toBe(1);
+  });
+});
+
 describe("the MCP listener refuses a foreign Host or Origin (issue 24 #3)", () => {
   it("a Host that is not a loopback name is refused with 403 before the token is looked at", async () => {
     const { port, log } = await listener();
